@@ -1,0 +1,1 @@
+"""Glassbox corpus pipeline: record-level logic, testable without Spark."""
