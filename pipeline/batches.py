@@ -1,0 +1,105 @@
+"""What runs inside Spark's Python workers: Arrow batches in, Arrow batches out.
+
+Each factory returns a function for `DataFrame.mapInArrow`. They close over plain config objects
+(pickled to executors) and load models once per worker process, not once per batch.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterator
+
+import pyarrow as pa
+
+from pipeline.sources import ROW_KEYS, read_source_file
+
+# One row per record seen by the extract stage (see pipeline.sources.ROW_KEYS).
+_EXTRACT_TYPES = {"http_status": ("int", pa.int32()), "payload_bytes": ("bigint", pa.int64())}
+EXTRACT_DDL = ", ".join(f"{k} {_EXTRACT_TYPES.get(k, ('string',))[0]}" for k in ROW_KEYS)
+EXTRACT_ARROW = pa.schema([(k, _EXTRACT_TYPES.get(k, (None, pa.string()))[1]) for k in ROW_KEYS])
+
+# Bookkeeping columns a stage adds to every row and drops from its kept documents.
+STATUS_COLUMNS = ("status", "reason", "detail")
+ROWS_PER_BATCH = 128
+
+
+def extract_partition(extract_cfg) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Input rows name files (path, source, format, text_field, id_field); output rows are records."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for f in batch.to_pylist():
+                rows = []
+                for row in read_source_file(f["path"], f["source"], f["format"], extract_cfg,
+                                            f["text_field"], f["id_field"]):
+                    rows.append(row)
+                    if len(rows) >= ROWS_PER_BATCH:
+                        yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+                        rows = []
+                if rows:
+                    yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+    return run
+
+
+def _spark_type(kind: str) -> tuple[str, pa.DataType]:
+    return ("int", pa.int32()) if kind == "int" else ("double", pa.float64())
+
+
+def clean_columns() -> list[tuple[str, str, pa.DataType]]:
+    """(name, Spark type, Arrow type) of the columns the clean stage adds, in order."""
+    from pipeline.heuristics import SIGNAL_NAMES, SIGNAL_TYPES
+
+    cols = [("lang", "string", pa.string()), ("lang_score", "double", pa.float64()),
+            ("lines_removed", "int", pa.int32()), ("pii_emails", "int", pa.int32()),
+            ("pii_ips", "int", pa.int32())]
+    cols += [(name, *_spark_type(SIGNAL_TYPES[name])) for name in SIGNAL_NAMES]
+    cols += [(c, "string", pa.string()) for c in STATUS_COLUMNS]
+    return cols
+
+
+def _resolve_model(path: str) -> str:
+    """On a cluster the model travels with `spark-submit --files`; locally it is in models/."""
+    if os.path.exists(path):
+        return path
+    from pyspark import SparkFiles
+
+    shipped = SparkFiles.get(os.path.basename(path))
+    return shipped if os.path.exists(shipped) else path
+
+
+def clean_partition(clean_cfg, lid_model_path: str, input_schema: pa.Schema):
+    """Clean text, add signal columns and decide keep/reject, one Arrow batch at a time."""
+    added = clean_columns()
+    out_schema = pa.schema(list(input_schema) + [pa.field(n, t) for n, _, t in added])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pipeline.clean import clean_batch
+        from pipeline.langid import get_identifier
+
+        identifier = get_identifier(_resolve_model(lid_model_path))
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            results = clean_batch(batch.column("text").to_pylist(), identifier, clean_cfg)
+            arrays = []
+            for field in input_schema:
+                if field.name == "text":
+                    arrays.append(pa.array([r["text"] for r in results], type=field.type))
+                else:
+                    arrays.append(batch.column(field.name))
+            for name, _, typ in added:
+                if name == "status":
+                    arrays.append(pa.array(["rejected" if r["reason"] else "kept" for r in results], typ))
+                elif name == "detail":
+                    arrays.append(pa.nulls(len(results), typ))
+                else:
+                    arrays.append(pa.array([r[name] for r in results], typ))
+            yield pa.RecordBatch.from_arrays(arrays, schema=out_schema)
+    return run
+
+
+def exact_hash_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Add `exact_hash` to every document."""
+    from pipeline.dedup.exact import exact_hash
+
+    for batch in batches:
+        hashes = pa.array([exact_hash(t) for t in batch.column("text").to_pylist()], pa.string())
+        yield batch.append_column("exact_hash", hashes)

@@ -1,0 +1,231 @@
+"""Pipeline config: load a YAML/JSON file, check every key, and fail before any Spark work starts.
+
+A mistake names the key and the fix (``sources.web.paths: no file matches ...``), because a typo found
+after an hour of extraction costs an hour.
+"""
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.clean import CleanConfig, validate_rules
+from pipeline.extract import ExtractConfig
+
+FORMATS = ("warc", "wet", "jsonl", "parquet", "text")
+# Schemes the Python readers cannot open by themselves; their paths are checked by Spark, not here.
+REMOTE_PREFIXES = ("hdfs://", "s3://", "s3a://", "gs://", "abfs://", "abfss://", "wasbs://")
+
+
+class ConfigError(ValueError):
+    """A config mistake, with the key path and what to do about it."""
+
+
+@dataclass
+class SourceConfig:
+    name: str
+    format: str
+    paths: list[str]          # patterns as written in the config
+    files: list[str]          # what the patterns matched, sorted, absolute
+    text_field: str = "text"
+    id_field: str = "id"
+
+
+@dataclass
+class DedupConfig:
+    exact: bool = True
+    shards: int = 4           # output files of the final stage; fixed so reruns give the same shards
+
+
+@dataclass
+class PipelineConfig:
+    path: str
+    sources: dict[str, SourceConfig]
+    extract: ExtractConfig = field(default_factory=ExtractConfig)
+    clean: CleanConfig = field(default_factory=CleanConfig)
+    dedup: DedupConfig = field(default_factory=DedupConfig)
+    spark: dict[str, str] = field(default_factory=dict)
+
+    def input_files(self) -> list[tuple[str, str, SourceConfig]]:
+        """(path, source name, source config) for every input file, in a stable order."""
+        return [(f, name, src) for name, src in sorted(self.sources.items()) for f in src.files]
+
+
+def _type_name(t: type) -> str:
+    return {bool: "a boolean (true/false)", int: "an integer", float: "a number", str: "a string",
+            list: "a list"}.get(t, t.__name__)
+
+
+def _check_scalar(key: str, value: Any, expected: type) -> Any:
+    # bool is an int in Python: keep `timeout_s: true` from passing as 1.
+    if expected is float and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if expected is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if expected in (bool, str, list) and isinstance(value, expected):
+        return value
+    raise ConfigError(f"{key}: expected {_type_name(expected)}, got {type(value).__name__} {value!r}")
+
+
+def _build_dataclass(cls, section: str, raw: Any, validators: dict | None = None):
+    """Fill a config dataclass from a mapping, refusing unknown keys and wrong types."""
+    if raw is None:
+        return cls()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{section}: expected a mapping of settings, got {type(raw).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    kwargs = {}
+    for key, value in raw.items():
+        if key not in fields:
+            raise ConfigError(f"{section}.{key}: unknown key. Known keys: {', '.join(sorted(fields))}")
+        f = fields[key]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        kwargs[key] = _check_scalar(f"{section}.{key}", value, type(default))
+        if validators and key in validators:
+            validators[key](f"{section}.{key}", kwargs[key])
+    return cls(**kwargs)
+
+
+def _positive(key: str, value: float) -> None:
+    if value <= 0:
+        raise ConfigError(f"{key}: must be > 0, got {value}")
+
+
+def _languages(key: str, value: list) -> None:
+    if not value or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{key}: expected a non-empty list of language codes such as [en], got {value!r}")
+
+
+def _rules(key: str, value: list) -> None:
+    try:
+        validate_rules(value)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
+
+
+def _expand(pattern: str, base: Path) -> list[str]:
+    if pattern.startswith(REMOTE_PREFIXES):
+        raise ConfigError(
+            f"{pattern}: remote filesystems are not read yet; copy the files to a path every executor "
+            "can read (local disk or a shared mount) and list that path")
+    pattern = pattern[len("file://"):] if pattern.startswith("file://") else pattern
+    p = Path(pattern).expanduser()
+    full = p if p.is_absolute() else base / p
+    return sorted(str(Path(m).resolve()) for m in glob.glob(str(full), recursive=True) if Path(m).is_file())
+
+
+def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
+    key = f"sources.{name}"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping with 'format' and 'paths', got {type(raw).__name__}")
+    known = {"format", "paths", "text_field", "id_field"}
+    for k in raw:
+        if k not in known:
+            raise ConfigError(f"{key}.{k}: unknown key. Known keys: {', '.join(sorted(known))}")
+    for k in ("format", "paths"):
+        if k not in raw:
+            raise ConfigError(f"{key}.{k}: missing. Example: format: warc, paths: [\"crawl/*.warc.gz\"]")
+    fmt = raw["format"]
+    if fmt not in FORMATS:
+        raise ConfigError(f"{key}.format: {fmt!r} is not one of {', '.join(FORMATS)}")
+    paths = raw["paths"]
+    if isinstance(paths, str):
+        paths = [paths]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise ConfigError(f"{key}.paths: expected a non-empty list of file paths or glob patterns, "
+                          f"got {raw['paths']!r}")
+    for k in ("text_field", "id_field"):
+        if k in raw:
+            if fmt not in ("jsonl", "parquet"):
+                raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
+            if not isinstance(raw[k], str) or not raw[k]:
+                raise ConfigError(f"{key}.{k}: expected a field name (string), got {raw[k]!r}")
+    files: list[str] = []
+    for pattern in paths:
+        matched = _expand(pattern, base)
+        if not matched:
+            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
+            raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
+                              "fix the pattern or run from the directory it is relative to")
+        files.extend(matched)
+    return SourceConfig(name=name, format=fmt, paths=paths, files=sorted(set(files)),
+                        text_field=raw.get("text_field", "text"), id_field=raw.get("id_field", "id"))
+
+
+def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> PipelineConfig:
+    """Build a PipelineConfig from already-parsed YAML/JSON; relative paths resolve against `base`."""
+    base = base or Path.cwd()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"the file must hold a mapping with at least 'sources', got {type(raw).__name__}")
+    known = {"sources", "extract", "clean", "dedup", "spark"}
+    for k in raw:
+        if k not in known:
+            raise ConfigError(f"{k}: unknown top-level key. Known keys: {', '.join(sorted(known))}")
+    sources_raw = raw.get("sources")
+    if not isinstance(sources_raw, dict) or not sources_raw:
+        raise ConfigError("sources: missing or empty. Example:\n"
+                          "sources:\n  web:\n    format: warc\n    paths: [\"crawl/*.warc.gz\"]")
+    sources = {}
+    for name, src in sources_raw.items():
+        if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(f"sources.{name}: a source name must be letters, digits, '-' or '_'")
+        sources[name] = _build_source(name, src, base)
+    spark_raw = raw.get("spark") or {}
+    if not isinstance(spark_raw, dict):
+        raise ConfigError(f"spark: expected a mapping of Spark settings, got {type(spark_raw).__name__}")
+    for k, v in spark_raw.items():
+        if not str(k).startswith("spark."):
+            raise ConfigError(f"spark.{k}: Spark settings start with 'spark.' (e.g. spark.sql.shuffle.partitions)")
+        if isinstance(v, (dict, list)) or v is None:
+            raise ConfigError(f"spark.{k}: expected a single value, got {v!r}")
+    return PipelineConfig(
+        path=path,
+        sources=sources,
+        extract=_build_dataclass(ExtractConfig, "extract", raw.get("extract"),
+                                 {"timeout_s": _positive, "max_payload_bytes": _positive}),
+        clean=_build_dataclass(CleanConfig, "clean", raw.get("clean"),
+                               {"languages": _languages, "rules": _rules}),
+        dedup=_build_dataclass(DedupConfig, "dedup", raw.get("dedup"), {"shards": _positive}),
+        spark={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_raw.items()},
+    )
+
+
+def load_config(path: str | os.PathLike, base: Path | None = None) -> PipelineConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        text = p.read_text(encoding="utf-8")
+        raw = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
+    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from None
+    try:
+        return parse_config(raw, str(p), base)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
+def main(argv: list[str]) -> int:
+    """`python -m pipeline.config CONFIG`: check a config without starting Spark."""
+    if len(argv) != 1:
+        print("usage: python -m pipeline.config CONFIG", file=sys.stderr)
+        return 2
+    try:
+        cfg = load_config(argv[0])
+    except ConfigError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    for name, src in sorted(cfg.sources.items()):
+        print(f"source {name}: {src.format}, {len(src.files)} file(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

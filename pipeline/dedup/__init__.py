@@ -1,0 +1,1 @@
+"""Deduplication: exact (normalized-text hash) first; fuzzy and semantic passes build on it."""

@@ -1,0 +1,113 @@
+"""The Spark glue every job shares: the session, atomic Parquet writes, and closing a stage's books.
+
+Imported only by jobs/ and tests; the record-level modules never import pyspark.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from pyspark import SparkConf, StorageLevel
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from pipeline.schema import KEPT, UNREADABLE
+from pipeline.stats import StageStats
+
+# Settings every run gets; a config's `spark:` section and spark-submit --conf override them.
+DEFAULT_CONF = {
+    "spark.sql.parquet.compression.codec": "zstd",
+    "spark.sql.session.timeZone": "UTC",
+    # Small Arrow batches keep a Python worker's memory flat when documents are large.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "512",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.python.worker.faulthandler.enabled": "true",
+}
+
+
+def get_spark(app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
+    """A session on SPARK_MASTER (default local[*]) unless spark-submit already chose a master."""
+    conf = SparkConf()  # picks up spark-submit's --master and --conf
+    builder = SparkSession.builder.appName(app_name)
+    if not conf.contains("spark.master"):
+        builder = builder.master(os.environ.get("SPARK_MASTER", "local[*]"))
+    # Executors must run this interpreter (the project's venv), not whatever `python3` is on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    for key, value in {**DEFAULT_CONF, **(extra_conf or {})}.items():
+        if not conf.contains(key) or key in (extra_conf or {}):
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "WARN"))
+    return spark
+
+
+def _hadoop_path(spark: SparkSession, path: str):
+    jvm = spark.sparkContext._jvm
+    p = jvm.org.apache.hadoop.fs.Path(path)
+    return p, p.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+
+
+def write_parquet_atomic(spark: SparkSession, df: DataFrame, path: str) -> None:
+    """Write to a sibling folder, then swap it in: a crash never leaves half a stage, a rerun never
+    leaves stale shards of the previous run next to new ones."""
+    tmp = path.rstrip("/") + ".__writing"
+    df.write.mode("overwrite").option("compression", "zstd").parquet(tmp)
+    final, fs = _hadoop_path(spark, path)
+    staged, _ = _hadoop_path(spark, tmp)
+    if fs.exists(final):
+        fs.delete(final, True)
+    fs.mkdirs(final.getParent())
+    if not fs.rename(staged, final):
+        raise IOError(f"could not move {tmp} to {path}")
+
+
+def input_stats(df: DataFrame, bytes_col) -> tuple[int, int]:
+    row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(bytes_col).alias("b")).first()
+    return int(row["n"]), int(row["b"] or 0)
+
+
+def text_bytes(col: str = "text"):
+    """UTF-8 size of a string column (length() counts characters, not bytes)."""
+    return F.coalesce(F.octet_length(F.col(col)), F.lit(0))
+
+
+def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str, out_dir: str,
+                 t0: float, input_desc: str, records_in: int | None = None, bytes_in: int | None = None,
+                 shards: int | None = None) -> StageStats:
+    """Split a stage's rows into kept documents and rejected/unreadable records, write both, and
+    count what was written (not what we meant to write), so the books balance or the stage fails.
+
+    `records_in` is counted on the stage's input by the caller; the extract stage, whose input is
+    files, passes None and every row it produced (one per record seen) counts as an input."""
+    rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        if records_in is None:
+            records_in, bytes_in = input_stats(rows, F.coalesce(F.col("payload_bytes"), F.lit(0)))
+        # Columns that only describe a drop (why, duplicate of what) stay with the rejected rows.
+        kept = rows.filter(F.col("status") == KEPT).drop("status", "reason", "detail", "duplicate_of")
+        if shards:
+            # A fixed hash layout sorted by id: the same input gives byte-identical shards.
+            kept = kept.repartition(shards, "id").sortWithinPartitions("id")
+        out_path = os.path.join(data_dir, out_dir)
+        rej_path = os.path.join(data_dir, "rejected", f"stage={stage}")
+        write_parquet_atomic(spark, kept, out_path)
+        write_parquet_atomic(spark, rows.filter(F.col("status") != KEPT), rej_path)
+    finally:
+        rows.unpersist()
+
+    out = spark.read.parquet(out_path)
+    records_out, bytes_out = input_stats(out, text_bytes())
+    rejected: dict[str, int] = {}
+    unreadable: dict[str, int] = {}
+    for r in spark.read.parquet(rej_path).groupBy("status", "reason").count().collect():
+        target = unreadable if r["status"] == UNREADABLE else rejected
+        target[r["reason"] or "unknown"] = target.get(r["reason"] or "unknown", 0) + int(r["count"])
+    stats = StageStats(stage=stage, records_in=records_in, records_out=records_out,
+                       rejected=dict(sorted(rejected.items())), unreadable=dict(sorted(unreadable.items())),
+                       bytes_in=bytes_in or 0, bytes_out=bytes_out, wall_s=round(time.time() - t0, 2),
+                       input=input_desc, output=out_path)
+    stats.check()
+    stats.write(data_dir)
+    return stats

@@ -1,0 +1,52 @@
+"""Per-stage accounting: every record that enters a stage leaves it kept, rejected or unreadable."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+
+class AccountingError(RuntimeError):
+    """records_in != records_out + rejected + unreadable: some records vanished or were invented."""
+
+
+@dataclass
+class StageStats:
+    stage: str
+    records_in: int
+    records_out: int
+    rejected: dict[str, int] = field(default_factory=dict)     # reason -> count
+    unreadable: dict[str, int] = field(default_factory=dict)   # reason -> count
+    bytes_in: int = 0       # payload bytes read (extract) or UTF-8 text bytes entering the stage
+    bytes_out: int = 0      # UTF-8 text bytes of the kept documents
+    wall_s: float = 0.0
+    input: str = ""
+    output: str = ""
+
+    def check(self) -> None:
+        accounted = self.records_out + sum(self.rejected.values()) + sum(self.unreadable.values())
+        if accounted != self.records_in:
+            raise AccountingError(
+                f"stage {self.stage}: records_in={self.records_in} but out+rejected+unreadable={accounted}")
+
+    def write(self, data_dir: str) -> str:
+        os.makedirs(os.path.join(data_dir, "stats"), exist_ok=True)
+        path = os.path.join(data_dir, "stats", f"{self.stage}.json")
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(asdict(self), fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)  # readers never see half a file
+        return path
+
+    def summary(self) -> str:
+        def top(d):
+            return ", ".join(f"{k} {v}" for k, v in sorted(d.items(), key=lambda kv: (-kv[1], kv[0]))) or "-"
+        return (f"{self.stage:<8} in {self.records_in:>7}  out {self.records_out:>7}  "
+                f"rejected {sum(self.rejected.values()):>6} ({top(self.rejected)})  "
+                f"unreadable {sum(self.unreadable.values())} ({top(self.unreadable)})  {self.wall_s:.1f}s")
+
+
+def load_stats(data_dir: str, stage: str) -> StageStats:
+    with open(os.path.join(data_dir, "stats", f"{stage}.json"), encoding="utf-8") as fh:
+        return StageStats(**json.load(fh))

@@ -1,0 +1,31 @@
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+def shared(*parts: str) -> Path:
+    """A file of ../shared/data, or skip: the suite must also run where that folder is absent."""
+    p = SHARED_DATA.joinpath(*parts)
+    if not p.exists():
+        pytest.skip(f"shared data not available: {p}")
+    return p
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for every integration test (starting a JVM costs seconds)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pipeline.spark import get_spark
+
+    os.environ["SPARK_MASTER"] = "local[2]"
+    session = get_spark("glassbox-tests", {"spark.ui.enabled": "false",
+                                           "spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()
