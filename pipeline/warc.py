@@ -1,0 +1,733 @@
+"""A streaming WARC/ARC reader that turns bad bytes into `Unreadable` items instead of exceptions.
+
+Three layers:
+  _Source  raw file -> decompressed chunks. Gzip members are chained as one continuous stream (so
+           whole-file gzip and members split at odd places both work); a corrupt or truncated member
+           puts up a *barrier*: reads stop short there until the parser calls `resume()`.
+  _Stream  a small buffer over _Source: readline/read/skip/peek/unread, with the decompressed offset.
+  iter_records  the record parser: WARC headers (or ARC header lines), the HTTP head, the body.
+           After a bad record it resynchronises on the next `WARC/1.` line (or ARC header line).
+
+Nothing is read whole: payloads above `max_payload_bytes` are skipped without buffering.
+"""
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterator
+
+try:  # brotli is optional: decode `br` only when a package for it happens to be installed
+    import brotli as _brotli  # type: ignore
+except ImportError:  # pragma: no cover - depends on the environment
+    try:
+        import brotlicffi as _brotli  # type: ignore
+    except ImportError:
+        _brotli = None
+
+YIELDED_TYPES = frozenset({"response", "resource", "conversion"})
+
+_RAW_CHUNK = 1 << 16        # compressed bytes read per call
+_OUT_CHUNK = 1 << 20        # most decompressed bytes produced per call (bounds memory on gzip bombs)
+_MAX_HEADER_BYTES = 1 << 16  # a WARC or HTTP head larger than this is not a head
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_PADDING = b"\x00\r\n\t "
+
+
+@dataclass
+class Record:
+    record_type: str
+    url: str | None
+    warc_record_id: str | None
+    warc_date: str | None
+    http_status: int | None
+    content_type: str | None
+    headers: dict = field(default_factory=dict)
+    payload: bytes | None = None
+    payload_bytes: int = 0
+    payload_too_large: bool = False
+    offset: int = 0
+
+
+@dataclass
+class Unreadable:
+    reason: str
+    detail: str
+    offset: int
+
+
+class _Source:
+    """Decompressed chunks from a raw file; gzip is detected by magic bytes, not by the file name."""
+
+    def __init__(self, f: BinaryIO):
+        self._f = f
+        self._raw = b""            # input not yet handed to the decompressor
+        self._d = None             # zlib decompressobj of the current gzip member
+        self._resyncing = False    # after an error, stay quiet until a member decodes again
+        self.error: tuple[str, str] | None = None  # pending barrier
+        self.eof = False
+        head = self._read_raw()
+        self._raw = head
+        self.gzip = head[:2] == _GZIP_MAGIC[:2]
+        if not self.gzip and not head.lstrip().startswith((b"WARC/", b"filedesc:")):
+            self.gzip = _junk_then_gzip_record(head)
+
+    def _read_raw(self) -> bytes:
+        try:
+            return self._f.read(_RAW_CHUNK)
+        except OSError as e:  # a read error mid-file ends the file, with a reason
+            self._fail("unreadable_file", f"read error: {e}")
+            self.eof = True
+            return b""
+
+    def _fail(self, reason: str, detail: str) -> None:
+        if not self._resyncing and self.error is None:
+            self.error = (reason, detail)
+        self._resyncing = True
+
+    def resume(self) -> tuple[str, str] | None:
+        err, self.error = self.error, None
+        return err
+
+    def read_chunk(self) -> bytes:
+        """Next decompressed bytes; b'' at EOF or at a barrier (then `self.error` is set)."""
+        if self.error is not None or self.eof:
+            return b""
+        if not self.gzip:
+            data, self._raw = (self._raw, b"") if self._raw else (self._read_raw(), b"")
+            if not data:
+                self.eof = True
+            return data
+        while self.error is None and not self.eof:
+            if not self._raw:
+                self._raw = self._read_raw()
+                if not self._raw:
+                    if self._d is not None:  # EOF inside a member
+                        self._d = None
+                        self._fail("truncated_gzip", "file ends inside a gzip member")
+                    self.eof = True
+                    break
+            if self._d is None and not self._start_member():
+                break
+            data, self._raw = self._raw, b""
+            try:
+                out = self._d.decompress(data, _OUT_CHUNK)
+            except zlib.error as e:
+                # Drop this member; the next one may start anywhere after its first byte.
+                self._d = None
+                self._raw = data[1:]
+                self._fail("corrupt_gzip", f"gzip: {e}")
+                continue
+            if self._d.eof:
+                self._raw = self._d.unused_data
+                self._d = None
+            else:
+                self._raw = self._d.unconsumed_tail
+            if out:
+                self._resyncing = False
+                return out
+        return b""
+
+    def _start_member(self) -> bool:
+        """Find the next gzip header in self._raw (reading more as needed) and open a member.
+
+        Non-gzip bytes before it are reported once (zero padding and blank lines are tolerated).
+        Returns False at EOF or when a barrier was put up.
+        """
+        while True:
+            if self._raw.startswith(_GZIP_MAGIC):
+                self._d = zlib.decompressobj(31)
+                return True
+            if len(self._raw) < len(_GZIP_MAGIC):
+                more = self._read_raw()
+                if not more:
+                    if self._raw.strip(_PADDING):
+                        self._fail("corrupt_gzip", "trailing non-gzip data")
+                    self._raw = b""
+                    self.eof = True
+                    return False
+                self._raw += more
+                continue
+            i = self._raw.find(_GZIP_MAGIC)
+            cut = i if i >= 0 else len(self._raw) - 2  # keep a tail that may begin a header
+            junk, self._raw = self._raw[:cut], self._raw[cut:]
+            if junk.strip(_PADDING):
+                self._fail("corrupt_gzip", f"{len(junk)} bytes of non-gzip data")
+                if self.error is not None:
+                    return False
+
+
+def _junk_then_gzip_record(head: bytes) -> bool:
+    """Junk before the first gzip member still makes a gzip file, if a member there holds a
+    record (a gzip magic inside some plain WARC payload must not switch the mode)."""
+    i = head.find(_GZIP_MAGIC)
+    if i < 0:
+        return False
+    try:
+        start = zlib.decompressobj(31).decompress(head[i:], 64)
+    except zlib.error:
+        return False
+    return start.lstrip().startswith((b"WARC/", b"filedesc:"))
+
+
+class _Stream:
+    """A read buffer over _Source with the decompressed offset `pos`."""
+
+    def __init__(self, src: _Source):
+        self.src = src
+        self._buf = b""
+        self._i = 0
+        self.pos = 0
+
+    def _fill(self) -> bool:
+        chunk = self.src.read_chunk()
+        if not chunk:
+            return False
+        self._buf = self._buf[self._i:] + chunk
+        self._i = 0
+        return True
+
+    def peek(self, n: int) -> bytes:
+        while len(self._buf) - self._i < n and self._fill():
+            pass
+        return self._buf[self._i:self._i + n]
+
+    def readline(self, limit: int = _MAX_HEADER_BYTES) -> bytes:
+        """One line including its b'\\n', or at most `limit` bytes, or what is left before EOF."""
+        while True:
+            j = self._buf.find(b"\n", self._i, self._i + limit)
+            if j >= 0:
+                end = j + 1
+                break
+            if len(self._buf) - self._i >= limit:
+                end = self._i + limit
+                break
+            if not self._fill():
+                end = len(self._buf)
+                break
+        line = self._buf[self._i:end]
+        self._i = end
+        self.pos += len(line)
+        return line
+
+    def read(self, n: int) -> bytes:
+        """Up to n bytes; fewer only at EOF or at a barrier."""
+        have = len(self._buf) - self._i
+        if have >= n:
+            out = self._buf[self._i:self._i + n]
+            self._i += n
+            self.pos += n
+            return out
+        parts = [self._buf[self._i:]]
+        self._buf, self._i = b"", 0
+        need = n - have
+        while need > 0:
+            chunk = self.src.read_chunk()
+            if not chunk:
+                break
+            if len(chunk) > need:
+                self._buf = chunk[need:]
+                chunk = chunk[:need]
+            parts.append(chunk)
+            need -= len(chunk)
+        out = b"".join(parts)
+        self.pos += len(out)
+        return out
+
+    def skip(self, n: int) -> int:
+        """Discard up to n bytes without keeping them; returns how many were skipped."""
+        have = len(self._buf) - self._i
+        if have >= n:
+            self._i += n
+            self.pos += n
+            return n
+        self._buf, self._i = b"", 0
+        done = have
+        while done < n:
+            chunk = self.src.read_chunk()
+            if not chunk:
+                break
+            if done + len(chunk) > n:
+                self._buf = chunk[n - done:]
+                chunk = chunk[:n - done]
+            done += len(chunk)
+        self.pos += done
+        return done
+
+    def unread(self, data: bytes) -> None:
+        self._buf = data + self._buf[self._i:]
+        self._i = 0
+        self.pos -= len(data)
+
+    def skip_blank(self) -> None:
+        """Skip the blank lines between records (anything else there is reported as junk)."""
+        while True:
+            chunk = self.peek(4096)
+            n = len(chunk) - len(chunk.lstrip(b"\r\n"))
+            if n:
+                self.skip(n)
+            if not chunk or n < len(chunk):
+                return
+
+    def scan_to(self, marker: bytes) -> int:
+        """Discard bytes up to the next occurrence of `marker`; returns the count. (Not only at a
+        line start: junk glued to the next record must not cost that record.)"""
+        skipped = 0
+        needle = marker
+        window_size = 1 << 16
+        while True:
+            window = self.peek(window_size)
+            j = window.find(needle)
+            if j >= 0:
+                return skipped + self.skip(j)
+            if len(window) < window_size:  # EOF or a barrier: nothing more to scan now
+                return skipped + self.skip(len(window))
+            skipped += self.skip(len(window) - len(needle))
+
+
+# ---------------------------------------------------------------------------------------------
+# header helpers
+
+def _parse_fields(lines: list[bytes]) -> dict[str, str]:
+    """`Name: value` lines (with folded continuation lines) -> {lower-case name: value}."""
+    out: dict[str, str] = {}
+    last = None
+    for raw in lines:
+        line = raw.decode("utf-8", "replace").rstrip("\r\n")
+        if not line:
+            continue
+        if line[0] in " \t" and last is not None:
+            out[last] += " " + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if not sep:
+            continue  # lenient: ignore junk lines inside a head
+        name = name.strip().lower()
+        value = value.strip()
+        out[name] = f"{out[name]}, {value}" if name in out else value
+        last = name
+    return out
+
+
+def _clean_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    url = url.strip()
+    if url.startswith("<") and url.endswith(">"):  # WARC/0.x style
+        url = url[1:-1]
+    return url.replace(" ", "%20") or None
+
+
+_ARC_DATE = re.compile(rb"^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})")
+
+
+def _arc_date(raw: bytes) -> str | None:
+    m = _ARC_DATE.match(raw)
+    if not m:
+        return None
+    y, mo, d, h, mi, s = (x.decode() for x in m.groups())
+    return f"{y}-{mo}-{d}T{h}:{mi}:{s}Z"
+
+
+def _dechunk(body: bytes) -> bytes | None:
+    """Undo chunked transfer-encoding; None when the body is not actually chunked."""
+    out = []
+    i = 0
+    n = len(body)
+    while i < n:
+        j = body.find(b"\n", i, i + 1024)
+        if j < 0:
+            return None if not out else b"".join(out)  # truncated mid chunk-size line
+        size_s = body[i:j].split(b";", 1)[0].strip()
+        try:
+            size = int(size_s, 16)
+        except ValueError:
+            return None if not out else b"".join(out)
+        if size == 0:
+            break
+        out.append(body[j + 1:j + 1 + size])
+        i = j + 1 + size
+        if body[i:i + 2] == b"\r\n":
+            i += 2
+        elif body[i:i + 1] == b"\n":
+            i += 1
+    return b"".join(out)
+
+
+def _decode_content(body: bytes, encoding: str, limit: int) -> bytes | None:
+    """Undo gzip/deflate/br content-encoding. Partial streams (truncated captures) are accepted.
+
+    Returns None when the bytes cannot be decoded. Output is capped at limit + 1 bytes so that a
+    decompression bomb shows up as "too large" instead of eating memory.
+    """
+    encs = [e.strip() for e in encoding.lower().split(",") if e.strip() and e.strip() != "identity"]
+    for enc in reversed(encs):  # codings are listed in the order they were applied
+        if enc in ("gzip", "x-gzip", "deflate"):
+            wbits = (47, -15) if enc == "deflate" else (31,)  # deflate: zlib wrapper or raw
+            for wb in wbits:
+                d = zlib.decompressobj(wb)
+                try:
+                    out = d.decompress(body, limit + 1)
+                except zlib.error:
+                    continue
+                if out or d.eof:
+                    break
+            else:
+                return None
+            body = out
+        elif enc == "br" and _brotli is not None:
+            try:
+                body = _brotli.decompress(body)
+            except Exception:
+                return None
+        else:
+            return None  # unknown coding (or br without a decoder)
+    return body
+
+
+def _parse_http_head(head: bytes) -> tuple[int | None, dict[str, str]] | None:
+    lines = head.split(b"\n")
+    parts = lines[0].split(None, 2)
+    try:
+        status = int(parts[1])
+    except (IndexError, ValueError):
+        return None
+    if not 100 <= status <= 999:
+        return None
+    return status, _parse_fields(lines[1:])
+
+
+# ---------------------------------------------------------------------------------------------
+# the parser
+
+class _Parser:
+    def __init__(self, stream: _Stream, max_payload_bytes: int):
+        self.s = stream
+        self.max = max_payload_bytes
+        self.arc = False
+        self.skipped: Counter = Counter()
+
+    # -- shared steps
+
+    def _short(self, offset: int, what: str) -> Unreadable:
+        """A read came up short: a gzip barrier if there is one, else the file ended."""
+        err = self.s.src.resume()
+        if err:
+            return Unreadable(err[0], f"{err[1]} (inside {what})", offset)
+        return Unreadable("truncated_record", f"file ends inside {what}", offset)
+
+    def _inner_record_start(self, block: bytes | None) -> bool:
+        """Called when a block was cut short or is followed by junk. If the next record header
+        shows up inside the block, the record was shorter than its Content-Length and swallowed
+        the start of the next one: push that part back so the next record still comes through."""
+        if not block:
+            return False
+        if not self.arc:
+            j = block.find(b"\nWARC/1.", 1)
+        else:  # the first line inside the block that parses as an ARC header line
+            j = block.find(b"\n", 1)
+            while j >= 0:
+                end = block.find(b"\n", j + 1)
+                if _arc_fields(block[j + 1:end if end >= 0 else len(block)]) is not None:
+                    break
+                j = end
+        if j < 0:
+            return False
+        self.s.unread(block[j + 1:])
+        return True
+
+    def _followed_by_record(self) -> bool:
+        """After a block: do the next non-blank bytes start a record (or is it EOF/a barrier)?"""
+        self.s.skip_blank()
+        if self.arc:
+            line = self.s.peek(4096).split(b"\n", 1)[0]
+            return not line or _arc_fields(line) is not None
+        nxt = self.s.peek(5)
+        return not nxt or nxt == b"WARC/"
+
+    def _read_block(self, n: int, offset: int, what: str, prefix: bytes = b""):
+        """Read n bytes of a block. Returns (bytes, None) or (None, Unreadable)."""
+        data = self.s.read(n)
+        if len(data) == n:
+            if not self._followed_by_record() and self._inner_record_start(prefix + data):
+                return None, Unreadable("truncated_record",
+                                        f"{what} ends before its declared length", offset)
+            # Junk after a complete block is reported by the resync, the record itself is kept.
+            return data, None
+        return None, self._cut_short(prefix + data, offset, what)
+
+    def _cut_short(self, partial: bytes, offset: int, what: str) -> Unreadable:
+        """A read stopped early: at a gzip barrier, or at EOF (maybe a wrong Content-Length)."""
+        err = self.s.src.resume()
+        if err:  # the bytes after a gzip barrier are unrelated to this record: no rescan
+            return Unreadable(err[0], f"{err[1]} (inside {what})", offset)
+        self._inner_record_start(partial)
+        return Unreadable("truncated_record", f"file ends inside {what}", offset)
+
+    def _skip_block(self, n: int, offset: int, what: str) -> Unreadable | None:
+        if self.s.skip(n) == n:
+            return None
+        return self._short(offset, what)
+
+    def _read_http_head(self, block_len: int, offset: int):
+        """Read an HTTP head line by line, bounded by the block and by _MAX_HEADER_BYTES.
+        Returns (head bytes, (status, headers) or None, Unreadable or None)."""
+        parts = []
+        budget = min(block_len, _MAX_HEADER_BYTES)
+        ended = False
+        while budget > 0:
+            line = self.s.readline(budget)
+            parts.append(line)
+            budget -= len(line)
+            if line in (b"\r\n", b"\n"):
+                ended = True
+                break
+            if not line.endswith(b"\n"):
+                break
+        head = b"".join(parts)
+        if not ended and budget > 0 and len(head) < block_len:  # EOF or barrier inside the head
+            return head, None, self._cut_short(head, offset, "HTTP headers")
+        # A head that fills the whole block (no blank line, no body) is accepted too.
+        parsed = _parse_http_head(head) if ended or len(head) == block_len else None
+        return head, parsed, None
+
+    def _body(self, rtype: str, url, rid, date, offset, block_len, warc_ct, http: bool) -> Iterator:
+        """Read one record block of `block_len` bytes and yield Record/Unreadable."""
+        s = self.s
+        if rtype not in YIELDED_TYPES:
+            self.skipped[rtype] += 1
+            if block_len <= self.max:  # small: read it, so a wrong length can be recovered from
+                _, bad = self._read_block(block_len, offset, f"{rtype} record")
+            else:
+                bad = self._skip_block(block_len, offset, f"{rtype} record")
+            if bad:
+                yield bad
+            return
+
+        status, headers, content_type = None, {}, warc_ct
+        head = b""
+        if http and s.peek(5) == b"HTTP/":
+            head, parsed, bad = self._read_http_head(block_len, offset)
+            if bad:
+                yield bad
+                return
+            if parsed is None:
+                bad = self._skip_block(block_len - len(head), offset, "HTTP body")
+                yield bad or Unreadable("bad_http_headers", "no valid HTTP head in the block", offset)
+                return
+            status, headers = parsed
+            content_type = headers.get("content-type")
+
+        body_len = block_len - len(head)
+        too_large = body_len > self.max
+        body = None
+        if too_large:
+            bad = self._skip_block(body_len, offset, "record body")
+            if not bad:
+                self._followed_by_record()
+        else:
+            body, bad = self._read_block(body_len, offset, "record body", head)
+        if bad:
+            yield bad
+            return
+
+        if body is not None and headers:
+            body, bad = self._undo_encodings(body, headers, url, offset)
+            if bad:
+                yield bad
+                return
+            if len(body) > self.max:
+                body, too_large = None, True
+        yield Record(rtype, url, rid, date, status, content_type, headers, body, body_len,
+                     too_large, offset)
+
+    def _undo_encodings(self, body: bytes, headers: dict, url, offset: int):
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            dechunked = _dechunk(body)
+            if dechunked is not None:  # some writers keep the header but store it de-chunked
+                body = dechunked
+        ce = headers.get("content-encoding", "").strip().lower()
+        if not ce or ce == "identity":
+            return body, None
+        decoded = _decode_content(body, ce, self.max)
+        if decoded is not None:
+            return decoded, None
+        if not set(ce.replace(" ", "").split(",")) <= {"gzip", "x-gzip", "deflate", "identity"}:
+            return None, Unreadable("unsupported_content_encoding", f"{ce!r} at {url}", offset)
+        if body[:2] == b"\x1f\x8b" or body[:1] == b"\x78":
+            return None, Unreadable("bad_content_encoding", f"cannot undo {ce!r} at {url}", offset)
+        return body, None  # the server said gzip/deflate but sent plain bytes: keep them
+
+    # -- WARC
+
+    def _warc_record(self) -> Iterator:
+        s = self.s
+        offset = s.pos
+        lines = []
+        size = 0
+        while True:
+            line = s.readline(_MAX_HEADER_BYTES)
+            size += len(line)
+            if not line.endswith(b"\n"):
+                if size >= _MAX_HEADER_BYTES:
+                    yield Unreadable("bad_record_header", "WARC header too long", offset)
+                else:
+                    yield self._short(offset, "WARC header")
+                return
+            if line in (b"\r\n", b"\n"):
+                break
+            lines.append(line)
+            if size >= _MAX_HEADER_BYTES:
+                yield Unreadable("bad_record_header", "WARC header too long", offset)
+                return
+        h = _parse_fields(lines[1:])
+        try:
+            length = int(h.get("content-length", ""))
+            if length < 0:
+                raise ValueError
+        except ValueError:
+            yield Unreadable("bad_record_header",
+                             f"bad Content-Length {h.get('content-length')!r}", offset)
+            return
+        rtype = h.get("warc-type", "").lower()
+        if not rtype:
+            yield Unreadable("bad_record_header", "no WARC-Type", offset)
+            s.skip(length)
+            return
+        warc_ct = h.get("content-type")
+        http = rtype == "response" and (
+            "application/http" in (warc_ct or "").lower() or s.peek(5) == b"HTTP/")
+        yield from self._body(rtype, _clean_url(h.get("warc-target-uri")), h.get("warc-record-id"),
+                              h.get("warc-date"), offset, length, warc_ct, http)
+
+    # -- ARC
+
+    def _arc_record(self) -> Iterator:
+        s = self.s
+        offset = s.pos
+        line = s.readline(4096)
+        f = _arc_fields(line)
+        if f is None:
+            yield Unreadable("bad_arc_header", line[:80].decode("utf-8", "replace").strip(), offset)
+            return
+        url, date, ctype, length = f
+        if length is None:
+            yield Unreadable("bad_arc_header", f"bad length in ARC header for {url}", offset)
+            return
+        if url.startswith("filedesc:"):
+            yield from self._body("warcinfo", url, None, date, offset, length, ctype, False)
+            return
+        http = s.peek(5) == b"HTTP/"
+        yield from self._body("response", _clean_url(url), None, date, offset, length, ctype, http)
+
+    # -- driver
+
+    def records(self) -> Iterator:
+        """Each damaged stretch gives one Unreadable: after one, the scan to the next record
+        start is silent (`quiet`) instead of reporting the skipped bytes a second time."""
+        s = self.s
+        first = True
+        quiet = False
+        while True:
+            s.skip_blank()
+            start = s.peek(16)
+            if not start:
+                err = s.src.resume()
+                if err:  # a barrier between records
+                    yield Unreadable(err[0], err[1], s.pos)
+                    quiet = True
+                    continue
+                return
+            if first:  # ARC files start with a filedesc:// line, but accept any ARC header line
+                self.arc = _arc_fields(s.peek(4096).split(b"\n", 1)[0]) is not None
+                first = False
+            if start.startswith(b"WARC/"):
+                self.arc = False
+                items = self._warc_record()
+            elif self.arc and _arc_fields(s.peek(4096).split(b"\n", 1)[0]) is not None:
+                items = self._arc_record()
+            else:
+                items = self._resync(quiet)
+            quiet = False
+            for item in items:
+                if isinstance(item, Unreadable):
+                    quiet = True
+                yield item
+
+    def _resync(self, quiet: bool) -> Iterator:
+        s = self.s
+        offset = s.pos
+        if self.arc:
+            skipped = 0
+            while True:
+                line = s.peek(4096).split(b"\n", 1)[0]
+                if not s.peek(1) or _arc_fields(line) is not None or line.startswith(b"WARC/"):
+                    break
+                skipped += len(s.readline(4096))
+        else:
+            skipped = s.scan_to(b"WARC/1.")
+        if not quiet:
+            yield Unreadable("bad_record_header", f"skipped {skipped} bytes that start no record",
+                             offset)
+
+
+_URLISH = re.compile(rb"^[a-z][a-z0-9+.-]*:\S+$", re.I)
+
+
+def _arc_fields(line: bytes):
+    """An ARC header line -> (url, iso date, content type, length or None); None if not one."""
+    parts = line.strip().split(b" ")
+    if len(parts) not in (5, 10) or not _URLISH.match(parts[0]):
+        return None
+    if not parts[2][:8].isdigit():
+        return None
+    try:
+        length = int(parts[-1])
+        if length < 0:
+            length = None
+    except ValueError:
+        length = None
+    return (parts[0].decode("utf-8", "replace"), _arc_date(parts[2]),
+            parts[3].decode("latin-1") or None, length)
+
+
+class RecordIterator:
+    """Iterator over Record/Unreadable with a `skipped` Counter of record types not yielded."""
+
+    def __init__(self, source, *, max_payload_bytes: int):
+        self.skipped: Counter = Counter()
+        self._gen = self._run(source, max_payload_bytes)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._gen)
+
+    def _run(self, source, max_payload_bytes: int):
+        opened = None
+        if isinstance(source, (str, os.PathLike)):
+            try:
+                opened = open(source, "rb")
+            except OSError as e:
+                yield Unreadable("unreadable_file", f"{type(e).__name__}: {e.strerror or e}", 0)
+                return
+            source = opened
+        try:
+            parser = _Parser(_Stream(_Source(source)), max_payload_bytes)
+            self.skipped = parser.skipped
+            yield from parser.records()
+        finally:
+            if opened is not None:
+                opened.close()
+
+
+def iter_records(fileobj_or_path, *, max_payload_bytes: int) -> RecordIterator:
+    """Stream the response/resource/conversion records of a WARC or ARC file (gzipped or not).
+
+    Yields `Record` for each readable record and `Unreadable` for each damaged stretch; never raises
+    for bad data. `.skipped` counts the record types passed over (request, metadata, ...).
+    """
+    return RecordIterator(fileobj_or_path, max_payload_bytes=max_payload_bytes)
