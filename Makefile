@@ -13,7 +13,7 @@ DATA ?= data/sample
 LID_MODEL := models/lid.176.ftz
 PY_FILES := build/pipeline.zip
 # Executors run the project's interpreter; on a multi-node cluster see README ("Running on a cluster").
-SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR)
+SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR) SPARK_CONF_DIR=$(CURDIR)/conf
 # Local runs keep the driver and its web UI on loopback; a cluster master needs the real address.
 ifneq (,$(filter local%,$(SPARK_MASTER)))
 SPARK_ENV += SPARK_LOCAL_IP=127.0.0.1

@@ -30,10 +30,10 @@ def default_model_path() -> Path:
 class LanguageIdentifier:
     """`predict(texts) -> [(lang, score)]`; the model loads on first use."""
 
-    def __init__(self, model_path: str | os.PathLike | None = None, max_chars: int = 10_000):
+    def __init__(self, model_path: str | os.PathLike | None = None, max_chars: int = 2_000):
         self.model_path = Path(model_path) if model_path is not None else default_model_path()
-        # Long documents are cut: the first 10k characters settle the language, and fastText's cost is
-        # linear in length.
+        # Long documents are cut: a few hundred words settle the language, and fastText's cost is
+        # linear in length (at 10k characters it was a third of the clean stage's time).
         self.max_chars = max_chars
         self._model = None
 

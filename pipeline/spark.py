@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from pipeline.schema import KEPT, UNREADABLE
-from pipeline.stats import StageStats
+from pipeline.stats import AccountingError, StageStats
 
 # Settings every run gets; a config's `spark:` section and spark-submit --conf override them.
 DEFAULT_CONF = {
@@ -24,6 +24,7 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.python.worker.faulthandler.enabled": "true",
+    "spark.sql.debug.maxToStringFields": "500",  # wide signal schemas are not worth a warning
 }
 
 
@@ -77,33 +78,45 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
                  t0: float, input_desc: str, records_in: int | None = None, bytes_in: int | None = None,
                  shards: int | None = None) -> StageStats:
     """Split a stage's rows into kept documents and rejected/unreadable records, write both, and
-    count what was written (not what we meant to write), so the books balance or the stage fails.
+    check the books: every input record must come out as exactly one row, and the kept Parquet on
+    disk must hold as many rows as were counted kept, or the stage fails.
 
     `records_in` is counted on the stage's input by the caller; the extract stage, whose input is
     files, passes None and every row it produced (one per record seen) counts as an input."""
     rows = rows.persist(StorageLevel.MEMORY_AND_DISK)
+    out_path = os.path.join(data_dir, out_dir)
+    rej_path = os.path.join(data_dir, "rejected", f"stage={stage}")
     try:
-        if records_in is None:
-            records_in, bytes_in = input_stats(rows, F.coalesce(F.col("payload_bytes"), F.lit(0)))
+        # One pass over the stage's rows gives every count; the writes then read the cached rows.
+        size = F.coalesce(F.col("payload_bytes"), F.lit(0)) if records_in is None else text_bytes()
+        counts = rows.groupBy("status", "reason").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(size).alias("size"),
+            F.sum(text_bytes()).alias("text_bytes")).collect()
         # Columns that only describe a drop (why, duplicate of what) stay with the rejected rows.
         kept = rows.filter(F.col("status") == KEPT).drop("status", "reason", "detail", "duplicate_of")
         if shards:
             # A fixed hash layout sorted by id: the same input gives byte-identical shards.
             kept = kept.repartition(shards, "id").sortWithinPartitions("id")
-        out_path = os.path.join(data_dir, out_dir)
-        rej_path = os.path.join(data_dir, "rejected", f"stage={stage}")
         write_parquet_atomic(spark, kept, out_path)
         write_parquet_atomic(spark, rows.filter(F.col("status") != KEPT), rej_path)
     finally:
         rows.unpersist()
 
-    out = spark.read.parquet(out_path)
-    records_out, bytes_out = input_stats(out, text_bytes())
+    records_out, bytes_out = 0, 0
     rejected: dict[str, int] = {}
     unreadable: dict[str, int] = {}
-    for r in spark.read.parquet(rej_path).groupBy("status", "reason").count().collect():
-        target = unreadable if r["status"] == UNREADABLE else rejected
-        target[r["reason"] or "unknown"] = target.get(r["reason"] or "unknown", 0) + int(r["count"])
+    for r in counts:
+        if r["status"] == KEPT:
+            records_out, bytes_out = int(r["n"]), int(r["text_bytes"] or 0)
+        else:
+            target = unreadable if r["status"] == UNREADABLE else rejected
+            target[r["reason"] or "unknown"] = target.get(r["reason"] or "unknown", 0) + int(r["n"])
+    if records_in is None:
+        records_in = sum(int(r["n"]) for r in counts)
+        bytes_in = sum(int(r["size"] or 0) for r in counts)
+    written = spark.read.parquet(out_path).count()  # footers only: cheap
+    if written != records_out:
+        raise AccountingError(f"stage {stage}: counted {records_out} kept rows but {out_path} holds {written}")
     stats = StageStats(stage=stage, records_in=records_in, records_out=records_out,
                        rejected=dict(sorted(rejected.items())), unreadable=dict(sorted(unreadable.items())),
                        bytes_in=bytes_in or 0, bytes_out=bytes_out, wall_s=round(time.time() - t0, 2),

@@ -22,6 +22,7 @@ def spark():
     """One local Spark session for every integration test (starting a JVM costs seconds)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
     from pipeline.spark import get_spark
 
     os.environ["SPARK_MASTER"] = "local[2]"
