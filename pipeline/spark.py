@@ -24,7 +24,9 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.python.worker.faulthandler.enabled": "true",
-    "spark.sql.debug.maxToStringFields": "500",  # wide signal schemas are not worth a warning
+    "spark.sql.debug.maxToStringFields": "500",
+    # Workers fork from a daemon that has already imported trafilatura, lxml and fastText.
+    "spark.python.daemon.module": "pipeline.spark_daemon",  # wide signal schemas are not worth a warning
 }
 
 

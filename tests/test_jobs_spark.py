@@ -129,3 +129,11 @@ def test_rerun_gives_same_ids_and_no_stale_shards(spark, pipeline_run):
         [(s.records_in, s.records_out, s.rejected, s.unreadable) for s in first]
     assert len(_files(data / "dedup")) == len(files_before) == 2
     assert not list(data.rglob("*.__writing"))
+
+
+def test_time_limit_works_inside_spark_workers(spark, tmp_path):
+    """The per-page limit uses SIGALRM, which needs the worker's main thread: prove it holds there."""
+    cfg = parse_config({"sources": {"web": {"format": "warc", "paths": [str(SAMPLE / "aeb-articles.warc.gz")]}},
+                        "extract": {"timeout_s": 0.001}})
+    stats = extract.run(spark, cfg, str(tmp_path))
+    assert stats.rejected.get("extraction_timeout", 0) >= 30, stats.rejected
