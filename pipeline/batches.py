@@ -10,9 +10,10 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from pipeline.sources import ROW_KEYS, read_source_file
+from pipeline.schema import ROW_KEYS
+from pipeline.sources import read_source_file
 
-# One row per record seen by the extract stage (see pipeline.sources.ROW_KEYS).
+# One row per record seen by the extract stage (see pipeline.schema.ROW_KEYS).
 _EXTRACT_TYPES = {"http_status": ("int", pa.int32()), "payload_bytes": ("bigint", pa.int64())}
 EXTRACT_DDL = ", ".join(f"{k} {_EXTRACT_TYPES.get(k, ('string',))[0]}" for k in ROW_KEYS)
 EXTRACT_ARROW = pa.schema([(k, _EXTRACT_TYPES.get(k, (None, pa.string()))[1]) for k in ROW_KEYS])

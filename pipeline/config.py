@@ -74,8 +74,10 @@ def _check_scalar(key: str, value: Any, expected: type) -> Any:
     raise ConfigError(f"{key}: expected {_type_name(expected)}, got {type(value).__name__} {value!r}")
 
 
-def _build_dataclass(cls, section: str, raw: Any, validators: dict | None = None):
-    """Fill a config dataclass from a mapping, refusing unknown keys and wrong types."""
+def _build_dataclass(cls, section: str, raw: Any, validators: dict | None = None,
+                     nullable: tuple[str, ...] = ()):
+    """Fill a config dataclass from a mapping, refusing unknown keys and wrong types.
+    Keys in `nullable` also accept null (e.g. `clean.languages: null` keeps every language)."""
     if raw is None:
         return cls()
     if not isinstance(raw, dict):
@@ -86,6 +88,9 @@ def _build_dataclass(cls, section: str, raw: Any, validators: dict | None = None
         if key not in fields:
             raise ConfigError(f"{section}.{key}: unknown key. Known keys: {', '.join(sorted(fields))}")
         f = fields[key]
+        if value is None and key in nullable:
+            kwargs[key] = None
+            continue
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         kwargs[key] = _check_scalar(f"{section}.{key}", value, type(default))
         if validators and key in validators:
@@ -191,7 +196,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         extract=_build_dataclass(ExtractConfig, "extract", raw.get("extract"),
                                  {"timeout_s": _positive, "max_payload_bytes": _positive}),
         clean=_build_dataclass(CleanConfig, "clean", raw.get("clean"),
-                               {"languages": _languages, "rules": _rules}),
+                               {"languages": _languages, "rules": _rules}, nullable=("languages",)),
         dedup=_build_dataclass(DedupConfig, "dedup", raw.get("dedup"), {"shards": _positive}),
         spark={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_raw.items()},
     )

@@ -11,21 +11,17 @@ import signal
 import threading
 from dataclasses import dataclass
 from typing import Iterator
-from urllib.parse import unquote, urlparse
 
 import trafilatura
 
 from pipeline.charset import decode_html, looks_binary
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE
+from pipeline.schema import KEPT, REJECTED, UNREADABLE, local_path, make_row
 from pipeline.warc import Record, Unreadable, iter_records
 
 # trafilatura and its helpers log every odd page at INFO/WARNING; the reasons go into our rows.
 for _name in ("trafilatura", "htmldate", "courlan", "justext", "readability", "charset_normalizer"):
     logging.getLogger(_name).setLevel(logging.ERROR)
-
-ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "status", "reason", "detail", "content_type", "charset", "http_status", "payload_bytes")
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # Labels that say nothing about the content: sniff the payload instead.
@@ -106,25 +102,13 @@ def looks_like_html(payload: bytes) -> bool:
     return any(m in head for m in _HTML_MARKERS)
 
 
-def _local_path(path: str) -> str:
-    if path.startswith("file:"):
-        parsed = urlparse(path)
-        return unquote(parsed.path) if parsed.netloc in ("", "localhost") else unquote(path[5:])
-    return path
-
-
-def _row(source, path, *, id, text=None, url=None, warc_record_id=None, warc_date=None,
-         status, reason=None, detail=None, content_type=None, charset=None, http_status=None,
-         payload_bytes=None) -> dict:
-    return {"id": id, "source": source, "source_id": None, "text": text, "url": url,
-            "warc_record_id": warc_record_id, "warc_date": warc_date, "input_file": path,
-            "status": status, "reason": reason, "detail": detail, "content_type": content_type,
-            "charset": charset, "http_status": http_status, "payload_bytes": payload_bytes}
+def _row(source: str, path: str, **fields) -> dict:
+    return make_row(source=source, input_file=path, **fields)
 
 
 def _unreadable_row(source: str, path: str, u: Unreadable) -> dict:
     # The basename, not the full path: the same file read from another directory gets the same id.
-    ident = doc_id(source, os.path.basename(_local_path(path)), u.offset, u.reason, content=b"")
+    ident = doc_id(source, os.path.basename(local_path(path)), u.offset, u.reason, content=b"")
     return _row(source, path, id=ident, status=UNREADABLE, reason=u.reason, detail=u.detail[:200])
 
 
@@ -180,7 +164,7 @@ def extract_file(path: str, source: str, fmt: str, cfg: ExtractConfig) -> Iterat
     """
     if fmt not in ("warc", "wet"):
         raise ValueError(f"extract_file: fmt must be 'warc' or 'wet', got {fmt!r}")
-    local = _local_path(path)
+    local = local_path(path)
     try:
         f = open(local, "rb")
     except OSError as e:

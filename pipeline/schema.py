@@ -7,3 +7,24 @@ UNREADABLE = "unreadable"  # bytes we could not turn into a document (broken gzi
 
 # Provenance and identity columns every document row carries.
 DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file"]
+
+# One row per record a stage reads: the document columns, then what happened to it and why.
+ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
+            "status", "reason", "detail", "content_type", "charset", "http_status", "payload_bytes")
+
+
+def make_row(**fields) -> dict:
+    """A stage row with every key of ROW_KEYS, in order; unnamed fields are None."""
+    row = dict.fromkeys(ROW_KEYS)
+    row.update(fields)
+    return row
+
+
+def local_path(path: str) -> str:
+    """Spark hands executors `file:` URIs; the Python readers open plain paths."""
+    if path.startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        parsed = urlparse(path)
+        return unquote(parsed.path) if parsed.netloc in ("", "localhost") else unquote(path[5:])
+    return path

@@ -14,26 +14,9 @@ import zlib
 from typing import Iterator
 
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE
-
-ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "status", "reason", "detail", "content_type", "charset", "http_status", "payload_bytes")
+from pipeline.schema import KEPT, REJECTED, UNREADABLE, local_path, make_row
 
 GZIP_MAGIC = b"\x1f\x8b"
-
-
-def _row(**kw) -> dict:
-    row = dict.fromkeys(ROW_KEYS)
-    row.update(kw)
-    return row
-
-
-def local_path(path: str) -> str:
-    """Spark hands us `file:` URIs; the Python readers want a plain path."""
-    for prefix in ("file://", "file:"):
-        if path.startswith(prefix):
-            return path[len(prefix):]
-    return path
 
 
 def _open_maybe_gzip(path: str):
@@ -43,19 +26,19 @@ def _open_maybe_gzip(path: str):
 
 
 def _unreadable(source: str, path: str, reason: str, detail: str, where: object) -> dict:
-    return _row(id=doc_id(source, os.path.basename(path), where, reason), source=source,
+    return make_row(id=doc_id(source, os.path.basename(path), where, reason), source=source,
                 input_file=path, status=UNREADABLE, reason=reason, detail=detail[:300])
 
 
 def _text_row(source: str, path: str, source_id: str | None, text: object, where: object) -> dict:
     """A row for one record of a text-bearing source; `where` locates it when it has no id."""
     if not isinstance(text, str):
-        return _row(id=doc_id(source, source_id or f"{os.path.basename(path)}:{where}", content=b""),
+        return make_row(id=doc_id(source, source_id or f"{os.path.basename(path)}:{where}", content=b""),
                     source=source, source_id=source_id, input_file=path, status=REJECTED,
                     reason="missing_text", detail=f"text field is {type(text).__name__}")
     key = source_id if source_id is not None else f"{os.path.basename(path)}:{where}"
     status, reason = (KEPT, None) if text.strip() else (REJECTED, "empty_text")
-    return _row(id=doc_id(source, key, content=text), source=source, source_id=source_id, text=text,
+    return make_row(id=doc_id(source, key, content=text), source=source, source_id=source_id, text=text,
                 input_file=path, status=status, reason=reason, payload_bytes=len(text.encode("utf-8")))
 
 
@@ -99,7 +82,7 @@ def read_text(path: str, source: str) -> Iterator[dict]:
         from pipeline.charset import decode_html  # same detection chain as web pages
         decoded = decode_html(data, None)
         if decoded is None:
-            yield _row(id=doc_id(source, os.path.basename(path), content=data), source=source,
+            yield make_row(id=doc_id(source, os.path.basename(path), content=data), source=source,
                        input_file=path, status=REJECTED, reason="undecodable", payload_bytes=len(data))
             return
         text = decoded[0]

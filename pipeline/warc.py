@@ -19,13 +19,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
-try:  # brotli is optional: decode `br` only when a package for it happens to be installed
+try:  # a pinned dependency; without it `br` bodies are counted as unsupported_content_encoding
     import brotli as _brotli  # type: ignore
 except ImportError:  # pragma: no cover - depends on the environment
-    try:
-        import brotlicffi as _brotli  # type: ignore
-    except ImportError:
-        _brotli = None
+    _brotli = None
 
 YIELDED_TYPES = frozenset({"response", "resource", "conversion"})
 

@@ -77,3 +77,10 @@ def test_cli_fails_fast_with_the_key(tmp_path):
                           cwd=tmp_path)
     assert proc.returncode == 2
     assert "sources.web.paths: no file matches" in proc.stderr
+
+
+def test_null_languages_keeps_every_language(tmp_path):
+    raw = _sources(tmp_path)
+    raw["clean"] = {"languages": None, "min_lang_score": 0.5}
+    cfg = parse_config(raw, base=tmp_path)
+    assert cfg.clean.languages is None and cfg.clean.min_lang_score == 0.5

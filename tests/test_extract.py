@@ -15,8 +15,8 @@ from warcio.warcwriter import WARCWriter
 
 import trafilatura
 from pipeline.charset import decode_html
-from pipeline.extract import (ROW_KEYS, ExtractConfig, ExtractionTimeout, extract_file,
-                              extract_html)
+from pipeline.extract import ExtractConfig, ExtractionTimeout, extract_file, extract_html
+from pipeline.schema import ROW_KEYS
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 AEB = SHARED / "extraction" / "aeb"

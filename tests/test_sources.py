@@ -5,7 +5,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.schema import KEPT, REJECTED, UNREADABLE
-from pipeline.sources import ROW_KEYS, read_jsonl, read_parquet, read_text
+from pipeline.schema import ROW_KEYS
+from pipeline.sources import read_jsonl, read_parquet, read_text
 
 
 def _by_status(rows):

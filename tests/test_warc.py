@@ -330,3 +330,13 @@ def test_unsupported_content_encoding():
          _record(2)]
     got = _urls(iter_records(io.BytesIO(b"".join(m)), max_payload_bytes=MAX))
     assert got == ["http://example.com/0", "unsupported_content_encoding", "http://example.com/2"]
+
+
+def test_brotli_content_encoding_is_undone():
+    import brotli
+
+    page = b"<html><body><p>compressed with brotli</p></body></html>"
+    m = [_record(0), _record(1, body=brotli.compress(page),
+                             headers=[("Content-Type", "text/html"), ("Content-Encoding", "br")])]
+    (_, rec), bad = _read(io.BytesIO(b"".join(m)))
+    assert not bad and rec.payload == page
