@@ -24,21 +24,25 @@ DEFAULT_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.python.worker.faulthandler.enabled": "true",
-    "spark.sql.debug.maxToStringFields": "500",
-    # Workers fork from a daemon that has already imported trafilatura, lxml and fastText.
-    "spark.python.daemon.module": "pipeline.spark_daemon",  # wide signal schemas are not worth a warning
+    "spark.sql.debug.maxToStringFields": "500",  # wide signal schemas are not worth a warning
 }
+# On one machine the executors run this very environment, so their Python workers can fork from a
+# daemon that has already imported trafilatura, lxml and fastText. A cluster's executors may not
+# have `pipeline` importable before --py-files arrive, so there the stock daemon stays.
+LOCAL_CONF = {"spark.python.daemon.module": "pipeline.spark_daemon"}
 
 
 def get_spark(app_name: str, extra_conf: dict[str, str] | None = None) -> SparkSession:
     """A session on SPARK_MASTER (default local[*]) unless spark-submit already chose a master."""
     conf = SparkConf()  # picks up spark-submit's --master and --conf
     builder = SparkSession.builder.appName(app_name)
+    master = conf.get("spark.master", None) or os.environ.get("SPARK_MASTER", "local[*]")
     if not conf.contains("spark.master"):
-        builder = builder.master(os.environ.get("SPARK_MASTER", "local[*]"))
+        builder = builder.master(master)
     # Executors must run this interpreter (the project's venv), not whatever `python3` is on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    for key, value in {**DEFAULT_CONF, **(extra_conf or {})}.items():
+    defaults = {**DEFAULT_CONF, **(LOCAL_CONF if master.startswith("local") else {})}
+    for key, value in {**defaults, **(extra_conf or {})}.items():
         if not conf.contains(key) or key in (extra_conf or {}):
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
@@ -78,7 +82,7 @@ def text_bytes(col: str = "text"):
 
 def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str, out_dir: str,
                  t0: float, input_desc: str, records_in: int | None = None, bytes_in: int | None = None,
-                 shards: int | None = None) -> StageStats:
+                 shards: int | None = None, extra: dict | None = None) -> StageStats:
     """Split a stage's rows into kept documents and rejected/unreadable records, write both, and
     check the books: every input record must come out as exactly one row, and the kept Parquet on
     disk must hold as many rows as were counted kept, or the stage fails.
@@ -122,7 +126,7 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
     stats = StageStats(stage=stage, records_in=records_in, records_out=records_out,
                        rejected=dict(sorted(rejected.items())), unreadable=dict(sorted(unreadable.items())),
                        bytes_in=bytes_in or 0, bytes_out=bytes_out, wall_s=round(time.time() - t0, 2),
-                       input=input_desc, output=out_path)
+                       input=input_desc, output=out_path, extra=extra or {})
     stats.check()
     stats.write(data_dir)
     return stats

@@ -22,6 +22,7 @@ class StageStats:
     wall_s: float = 0.0
     input: str = ""
     output: str = ""
+    extra: dict = field(default_factory=dict)  # stage-specific figures (e.g. score distributions)
 
     def check(self) -> None:
         accounted = self.records_out + sum(self.rejected.values()) + sum(self.unreadable.values())
