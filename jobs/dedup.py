@@ -1,4 +1,4 @@
-"""Stage 3: exact dedup on the normalized-text hash; the lowest id of each group survives."""
+"""Stage 4: exact dedup on the normalized-text hash; the lowest id of each group survives."""
 from __future__ import annotations
 
 import os
@@ -15,7 +15,7 @@ from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
 
 def run(spark, cfg, data_dir: str):
     t0 = time.time()
-    src = os.path.join(data_dir, "cleaned")
+    src = os.path.join(data_dir, "scored")
     docs = spark.read.parquet(src)
     n_in, bytes_in = input_stats(docs, text_bytes())
     hashed = docs.mapInArrow(exact_hash_partition,

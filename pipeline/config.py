@@ -18,6 +18,7 @@ import yaml
 
 from pipeline.clean import CleanConfig, validate_rules
 from pipeline.extract import ExtractConfig
+from pipeline.scoring import ScoreConfig, validate_score_config
 
 FORMATS = ("warc", "wet", "jsonl", "parquet", "text")
 # Schemes the Python readers cannot open by themselves; their paths are checked by Spark, not here.
@@ -50,6 +51,7 @@ class PipelineConfig:
     sources: dict[str, SourceConfig]
     extract: ExtractConfig = field(default_factory=ExtractConfig)
     clean: CleanConfig = field(default_factory=CleanConfig)
+    score: ScoreConfig = field(default_factory=ScoreConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
     spark: dict[str, str] = field(default_factory=dict)
 
@@ -169,7 +171,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
     base = base or Path.cwd()
     if not isinstance(raw, dict):
         raise ConfigError(f"the file must hold a mapping with at least 'sources', got {type(raw).__name__}")
-    known = {"sources", "extract", "clean", "dedup", "spark"}
+    known = {"sources", "extract", "clean", "score", "dedup", "spark"}
     for k in raw:
         if k not in known:
             raise ConfigError(f"{k}: unknown top-level key. Known keys: {', '.join(sorted(known))}")
@@ -190,8 +192,21 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
             raise ConfigError(f"spark.{k}: Spark settings start with 'spark.' (e.g. spark.sql.shuffle.partitions)")
         if isinstance(v, (dict, list)) or v is None:
             raise ConfigError(f"spark.{k}: expected a single value, got {v!r}")
+    score = _build_dataclass(ScoreConfig, "score", raw.get("score"))
+    given = raw.get("score") or {}
+    for key in ("fasttext_model", "kenlm_dir"):
+        # A path the config names is relative to `base`, like source paths; the bundled defaults
+        # are relative to where the job runs (the repository root for `make`).
+        value = Path(getattr(score, key)).expanduser()
+        root = base if key in given else Path.cwd()
+        setattr(score, key, str(value if value.is_absolute() else root / value))
+    try:
+        validate_score_config(score)
+    except ValueError as e:
+        raise ConfigError(f"score.{e}") from None
     return PipelineConfig(
         path=path,
+        score=score,
         sources=sources,
         extract=_build_dataclass(ExtractConfig, "extract", raw.get("extract"),
                                  {"timeout_s": _positive, "max_payload_bytes": _positive}),

@@ -49,6 +49,12 @@ def test_bundled_sample_config_is_valid():
     ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}},
       "clean": {"rules": [{"signal": "no_such_signal", "op": "<", "value": 1, "reason": "x"}]}}, "clean.rules"),
     ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "dedup": {"exact": "yes"}}, "dedup.exact"),
+    ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "score": {"drop_buckets": ["worst"]}},
+     "score.drop_buckets"),
+    ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "score": {"bucket_percentiles": [0.6, 0.3]}},
+     "score.bucket_percentiles"),
+    ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "score": {"fasttext_model": "nope.ftz"}},
+     "score.fasttext_model"),
     ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "spark": {"executor.memory": "2g"}},
      "spark.executor.memory"),
 ])

@@ -7,7 +7,7 @@ import pyarrow.dataset as ds
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from jobs import clean, dedup, extract
+from jobs import clean, dedup, extract, score
 from pipeline.config import parse_config
 from pipeline.dedup.exact import exact_hash
 from pipeline.stats import load_stats
@@ -39,7 +39,7 @@ def _files(path: Path) -> list[str]:
 
 def _run_all(spark, data: Path):
     cfg = _config()
-    return [stage.run(spark, cfg, str(data)) for stage in (extract, clean, dedup)]
+    return [stage.run(spark, cfg, str(data)) for stage in (extract, clean, score, dedup)]
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +57,10 @@ def test_every_record_is_accounted_for(pipeline_run):
         rejected_rows = _read(data / "rejected" / f"stage={s.stage}")
         assert len(rejected_rows) == sum(s.rejected.values()) + sum(s.unreadable.values())
         assert all(r["reason"] for r in rejected_rows)
-    ex, cl, dd = stats
+    ex, cl, sc, dd = stats
     assert len(_read(data / "extracted")) == ex.records_out == cl.records_in
-    assert len(_read(data / "cleaned")) == cl.records_out == dd.records_in
+    assert len(_read(data / "cleaned")) == cl.records_out == sc.records_in
+    assert len(_read(data / "scored")) == sc.records_out == dd.records_in
     assert len(_read(data / "dedup")) == dd.records_out > 0
     assert all(k in json.loads((data / "stats" / "extract.json").read_text())
                for k in ("records_in", "records_out", "rejected", "unreadable", "wall_s"))
@@ -95,9 +96,9 @@ def test_exact_duplicates_point_at_their_survivor(pipeline_run):
     ids = [r["id"] for r in kept]
     assert len(ids) == len(set(ids))
     dups = [r for r in _read(data / "rejected" / "stage=dedup") if r["reason"] == "exact_duplicate"]
-    cleaned = _read(data / "cleaned")
+    scored = _read(data / "scored")
     # Counted independently of Spark; the sample recrawls three articles (those that pass clean).
-    assert len(dups) == len(cleaned) - len({exact_hash(r["text"]) for r in cleaned}) >= 2
+    assert len(dups) == len(scored) - len({exact_hash(r["text"]) for r in scored}) >= 2
     kept_ids = set(ids)
     for d in dups:
         assert d["duplicate_of"] in kept_ids and d["duplicate_of"] < d["id"]
@@ -107,7 +108,7 @@ def test_output_follows_the_data_contract(pipeline_run):
     data, _ = pipeline_run
     cols = set(ds.dataset(str(data / "dedup"), format="parquet").schema.names)
     assert {"id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "lang", "lang_score", "exact_hash"} <= cols
+            "lang", "lang_score", "exact_hash", "quality_ft", "perplexity", "ppl_bucket"} <= cols
     assert any(c.startswith("gopher_") for c in cols) and any(c.startswith("fineweb_") for c in cols)
     assert not {"status", "reason", "detail", "duplicate_of"} & cols
     meta = ds.dataset(str(data / "dedup"), format="parquet").files[0]
@@ -120,10 +121,11 @@ def test_output_follows_the_data_contract(pipeline_run):
 
 def test_rerun_gives_same_ids_and_no_stale_shards(spark, pipeline_run):
     data, first = pipeline_run
-    before = {sub: sorted(r["id"] for r in _read(data / sub)) for sub in ("extracted", "cleaned", "dedup")}
+    before = {sub: sorted(r["id"] for r in _read(data / sub))
+              for sub in ("extracted", "cleaned", "scored", "dedup")}
     files_before = _files(data / "dedup")
     second = _run_all(spark, data)
-    for sub in ("extracted", "cleaned", "dedup"):
+    for sub in ("extracted", "cleaned", "scored", "dedup"):
         assert sorted(r["id"] for r in _read(data / sub)) == before[sub]
     assert [(s.records_in, s.records_out, s.rejected, s.unreadable) for s in second] == \
         [(s.records_in, s.records_out, s.rejected, s.unreadable) for s in first]
@@ -137,3 +139,36 @@ def test_time_limit_works_inside_spark_workers(spark, tmp_path):
                         "extract": {"timeout_s": 0.001}})
     stats = extract.run(spark, cfg, str(tmp_path))
     assert stats.rejected.get("extraction_timeout", 0) >= 30, stats.rejected
+
+
+def test_scores_are_signals_with_per_language_buckets(pipeline_run):
+    data, stats = pipeline_run
+    sc = stats[2]
+    assert sc.stage == "score" and not sc.rejected  # nothing dropped on score alone by default
+    scored = _read(data / "scored")
+    english = [r for r in scored if r["lang"] == "en"]
+    assert english and all(0 <= r["quality_ft"] <= 1 and r["perplexity"] > 1 for r in english)
+    cut = sc.extra["ppl_bucket_cutoffs"]["en"]
+    for r in english:
+        expected = "head" if r["perplexity"] <= cut["head_max"] else (
+            "middle" if r["perplexity"] <= cut["middle_max"] else "tail")
+        assert r["ppl_bucket"] == expected
+    assert {r["ppl_bucket"] for r in english} == {"head", "middle", "tail"}
+    on_disk = json.loads((data / "stats" / "score.json").read_text())
+    dist = {(d["lang"], d["source"]): d for d in on_disk["extra"]["distributions"]}
+    assert dist[("en", "*")]["documents"] == len(english)
+    assert dist[("en", "*")]["perplexity"]["p5"] <= dist[("en", "*")]["perplexity"]["p95"]
+    assert ("en", "web") in dist
+
+
+def test_score_thresholds_send_documents_to_rejected(spark, pipeline_run, tmp_path):
+    data, _ = pipeline_run
+    import shutil
+    shutil.copytree(data / "cleaned", tmp_path / "cleaned")
+    cfg = parse_config({"sources": {"web": {"format": "warc", "paths": [str(SAMPLE / "*.warc.gz")]}},
+                        "score": {"min_quality": 0.5, "drop_buckets": ["tail"]}})
+    stats = score.run(spark, cfg, str(tmp_path))
+    kept = _read(tmp_path / "scored")
+    assert stats.rejected and set(stats.rejected) <= {"low_quality_ft", "ppl_bucket_tail"}
+    assert all(r["quality_ft"] is None or r["quality_ft"] >= 0.5 for r in kept)
+    assert all(r["ppl_bucket"] != "tail" for r in kept)
