@@ -83,6 +83,7 @@ test-fast: setup
 
 bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/extract_clean.py
+	$(SPARK_ENV) $(PY) bench/score.py --data build/bench/data
 
 clean:
 	rm -rf data build spark-warehouse
