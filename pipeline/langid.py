@@ -43,11 +43,8 @@ class LanguageIdentifier:
                 raise FileNotFoundError(
                     f"fastText language-ID model not found at {self.model_path}. Run `make setup` to "
                     "fetch models/lid.176.ftz, or set GLASSBOX_LID_MODEL to the file's path.")
-            import fasttext
-            try:  # the private constructor skips load_model's stderr warning on every executor
-                self._model = fasttext.FastText._FastText(model_path=str(self.model_path))
-            except AttributeError:
-                self._model = fasttext.load_model(str(self.model_path))
+            from pipeline.models import open_fasttext
+            self._model = open_fasttext(self.model_path)
         return self._model
 
     def predict(self, texts: list[str]) -> list[tuple[str, float]]:

@@ -19,3 +19,14 @@ def require_file(path: str | os.PathLike, what: str) -> Path:
     if not p.is_file():
         raise ModelError(f"{what} not found at {p}: run `make quality-models` to build it")
     return p
+
+
+def open_fasttext(path: str | os.PathLike):
+    """A fastText model, loaded through the private constructor: `load_model` prints a warning to
+    stderr on every load, i.e. once per Spark executor process."""
+    import fasttext
+
+    try:
+        return fasttext.FastText._FastText(model_path=str(path))
+    except AttributeError:  # a fastText release without the private class
+        return fasttext.load_model(str(path))

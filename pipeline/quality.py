@@ -16,7 +16,7 @@ import struct
 import threading
 from pathlib import Path
 
-from pipeline.models import ModelError, require_file
+from pipeline.models import ModelError, open_fasttext, require_file
 
 HQ_LABEL = "__label__hq"
 LQ_LABEL = "__label__lq"
@@ -124,11 +124,8 @@ def load_fasttext(path: str | os.PathLike, what: str = "fastText quality model")
     """Load a fastText model quietly, or raise ModelError naming the file and `make quality-models`."""
     p = require_file(path, what)
     check_fasttext_file(p)
-    import fasttext
-    try:  # the private constructor skips load_model's stderr warning on every executor
-        return fasttext.FastText._FastText(model_path=str(p))
-    except AttributeError:
-        return fasttext.load_model(str(p))
+    try:
+        return open_fasttext(p)
     except (ValueError, RuntimeError, MemoryError) as e:
         raise ModelError(f"{what} at {p} could not be loaded ({e}): run `make quality-models` "
                          "to rebuild it") from None
