@@ -17,6 +17,8 @@ from typing import Any
 import yaml
 
 from pipeline.clean import CleanConfig, validate_rules
+from pipeline.dedup.near import NearDedupConfig
+from pipeline.dedup.semantic import SemanticDedupConfig
 from pipeline.extract import ExtractConfig
 from pipeline.scoring import ScoreConfig, validate_score_config
 
@@ -43,6 +45,8 @@ class SourceConfig:
 class DedupConfig:
     exact: bool = True
     shards: int = 4           # output files of the final stage; fixed so reruns give the same shards
+    near: NearDedupConfig = field(default_factory=NearDedupConfig)          # MinHash LSH
+    semantic: SemanticDedupConfig = field(default_factory=SemanticDedupConfig)  # SemDeDup
 
 
 @dataclass
@@ -166,6 +170,23 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
                         text_field=raw.get("text_field", "text"), id_field=raw.get("id_field", "id"))
 
 
+def _build_dedup(raw: Any) -> DedupConfig:
+    """The dedup section: flat settings plus the `near:` and `semantic:` sub-sections."""
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"dedup: expected a mapping of settings, got {type(raw).__name__}")
+    raw = dict(raw or {})
+    subs = {}
+    for key, cls in (("near", NearDedupConfig), ("semantic", SemanticDedupConfig)):
+        sub = _build_dataclass(cls, f"dedup.{key}", raw.pop(key, None))
+        try:
+            sub.validate()
+        except ValueError as e:
+            msg, prefix = str(e), f"dedup.{key}."
+            raise ConfigError(msg if msg.startswith(prefix) else prefix + msg) from None
+        subs[key] = sub
+    return dataclasses.replace(_build_dataclass(DedupConfig, "dedup", raw, {"shards": _positive}), **subs)
+
+
 def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> PipelineConfig:
     """Build a PipelineConfig from already-parsed YAML/JSON; relative paths resolve against `base`."""
     base = base or Path.cwd()
@@ -212,7 +233,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
                                  {"timeout_s": _positive, "max_payload_bytes": _positive}),
         clean=_build_dataclass(CleanConfig, "clean", raw.get("clean"),
                                {"languages": _languages, "rules": _rules}, nullable=("languages",)),
-        dedup=_build_dataclass(DedupConfig, "dedup", raw.get("dedup"), {"shards": _positive}),
+        dedup=_build_dedup(raw.get("dedup")),
         spark={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_raw.items()},
     )
 

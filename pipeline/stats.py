@@ -35,7 +35,9 @@ class StageStats:
         path = os.path.join(data_dir, "stats", f"{self.stage}.json")
         tmp = path + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(asdict(self), fh, indent=2, sort_keys=True)
+            # numpy scalars in stage figures become plain numbers
+            json.dump(asdict(self), fh, indent=2, sort_keys=True,
+                      default=lambda o: o.item() if hasattr(o, "item") else str(o))
             fh.write("\n")
         os.replace(tmp, path)  # readers never see half a file
         return path
