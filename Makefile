@@ -84,6 +84,8 @@ test-fast: setup
 bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/extract_clean.py
 	$(SPARK_ENV) $(PY) bench/score.py --data build/bench/data
+	$(SPARK_ENV) $(PY) bench/near_dedup.py
+	$(SPARK_ENV) $(PY) bench/semantic_dedup.py
 
 clean:
 	rm -rf data build spark-warehouse

@@ -76,6 +76,7 @@ def run(spark, cfg, data_dir: str):
     finally:
         for rows in cached:
             rows.unpersist()
+        spark.catalog.clearCache()  # what the steps cached for their returned rows (e.g. semantic marks)
         shutil.rmtree(checkpoints, ignore_errors=True)
 
 

@@ -59,3 +59,15 @@ def jaccard(a: set, b: set) -> float:
         return 0.0
     inter = len(a & b) if len(a) <= len(b) else len(b & a)
     return inter / (len(a) + len(b) - inter)
+
+
+def containment(a: set, b: set) -> float:
+    """|a ∩ b| / min(|a|, |b|): how much of the smaller text the larger one holds. An excerpt pasted
+    out of a longer page scores near 1 here while its Jaccard is only its share of the page."""
+    if not a or not b:
+        return 0.0
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return len(small & large) / len(small)
+
+
+MEASURES = {"jaccard": jaccard, "containment": containment}

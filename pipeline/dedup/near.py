@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, StringType, StructField, StructType
 
 from pipeline.dedup.components import connected_components
-from pipeline.dedup.minhash import band_keys, jaccard, shingles, signatures_of_shingles
+from pipeline.dedup.minhash import MEASURES, band_keys, shingles, signatures_of_shingles
 from pipeline.schema import KEPT, REJECTED
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,10 @@ class NearDedupConfig:
     bands: int = 14
     rows: int = 8
     threshold: float = 0.8
+    # jaccard: the two texts are nearly the same; containment: the smaller one is (mostly) inside
+    # the larger, e.g. a pasted excerpt. Containment pairs have low Jaccard, so LSH needs looser
+    # bands (e.g. 56 x 2) to propose them.
+    measure: str = "jaccard"
     verify: bool = True
     max_bucket: int = 1000
     scope: str = "source"
@@ -59,6 +63,10 @@ class NearDedupConfig:
             bad("threshold", f"must be in (0, 1], got {self.threshold!r}")
         if self.max_bucket < 2:
             bad("max_bucket", f"must be >= 2, got {self.max_bucket}")
+        if self.measure not in MEASURES:
+            bad("measure", f"must be one of {'|'.join(MEASURES)}, got {self.measure!r}")
+        if self.measure != "jaccard" and not self.verify:
+            bad("verify", f"measure {self.measure} needs verify: true (LSH alone estimates Jaccard only)")
         if self.scope not in SCOPES:
             bad("scope", f"must be one of {'|'.join(SCOPES)}, got {self.scope!r}")
         if not isinstance(self.seed, int):
@@ -92,17 +100,19 @@ def _band_partition(cfg: NearDedupConfig):
 
 
 _SIM_SCHEMA = StructType([StructField("src", StringType()), StructField("dst", StringType()),
-                          StructField("jaccard", DoubleType())])
-_SIM_ARROW = pa.schema([("src", pa.string()), ("dst", pa.string()), ("jaccard", pa.float64())])
+                          StructField("similarity", DoubleType())])
+_SIM_ARROW = pa.schema([("src", pa.string()), ("dst", pa.string()), ("similarity", pa.float64())])
 
 
-def _verify_partition(ngram: int):
-    """mapInArrow function: (src, dst, src_text, dst_text) in, (src, dst, jaccard) out."""
+def _verify_partition(ngram: int, measure: str):
+    """mapInArrow function: (src, dst, src_text, dst_text) in, (src, dst, similarity) out."""
+    similarity = MEASURES[measure]
+
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             a = batch.column("src_text").to_pylist()
             b = batch.column("dst_text").to_pylist()
-            sims = [jaccard(shingles(x or "", ngram), shingles(y or "", ngram)) for x, y in zip(a, b)]
+            sims = [similarity(shingles(x or "", ngram), shingles(y or "", ngram)) for x, y in zip(a, b)]
             yield pa.RecordBatch.from_arrays([batch.column("src"), batch.column("dst"),
                                               pa.array(sims, pa.float64())], schema=_SIM_ARROW)
     return run
@@ -150,14 +160,14 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
         log.warning("near dedup: %d LSH buckets larger than max_bucket=%d skipped (boilerplate?)",
                     capped, cfg.max_bucket)
 
-    # 2. Exact Jaccard of the same shingles for every candidate edge.
+    # 2. Exact Jaccard (or containment) of the same shingles for every candidate edge.
     if cfg.verify:
         t = texts.select("id", "text")
         pairs = (edges.join(t.withColumnRenamed("id", "src").withColumnRenamed("text", "src_text"), "src")
                       .join(t.withColumnRenamed("id", "dst").withColumnRenamed("text", "dst_text"), "dst")
                       .select("src", "dst", "src_text", "dst_text"))
-        sims = pairs.mapInArrow(_verify_partition(cfg.ngram), _SIM_SCHEMA)
-        kept_edges = _persist(sims.where(F.col("jaccard") >= cfg.threshold).select("src", "dst"))
+        sims = pairs.mapInArrow(_verify_partition(cfg.ngram, cfg.measure), _SIM_SCHEMA)
+        kept_edges = _persist(sims.where(F.col("similarity") >= cfg.threshold).select("src", "dst"))
         info["verified_pairs"] = kept_edges.count()
         edges.unpersist()
     else:
