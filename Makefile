@@ -26,7 +26,7 @@ QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
 QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
   examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
 
-.PHONY: setup demo test test-fast clean-dedup bench clean kenlm quality-models
+.PHONY: setup demo test test-fast clean-dedup bench clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
 setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN)
 
@@ -67,11 +67,41 @@ $(PY_FILES): $(shell find pipeline -name '*.py') | $(VENV)/.setup-done
 	mkdir -p build
 	rm -f $@ && $(PY) -c 'import zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for p in sorted(pathlib.Path("pipeline").rglob("*.py"))]'
 
+# Every run writes Spark's event log beside its output, for the history server after the fact.
+EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events
+
 clean-dedup: setup $(PY_FILES)
 	$(PY) -m pipeline.config $(CONFIG)
+	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) --files $(LID_MODEL) \
+	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
 	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA)
+
+# Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
+# sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
+tokenize: setup $(PY_FILES)
+	$(PY) -m pipeline.config $(CONFIG)
+	mkdir -p $(DATA)/spark-events
+	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) $(EVENT_LOG) \
+	  jobs/tokenize.py --config $(CONFIG) --data $(DATA)
+
+# The mixture manifest the trainer reads: DATA/manifests/<name of MIX>.json (needs `make tokenize`).
+MIX ?= mixes/sample.yaml
+mix: setup $(PY_FILES)
+	mkdir -p $(DATA)/spark-events
+	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) $(EVENT_LOG) \
+	  jobs/mix.py --mix $(MIX) --data $(DATA)
+
+# A standalone master and two workers on 127.0.0.1 (ports from SPARK_CLUSTER_PORT, default 7077),
+# logs and work directories under data/spark-cluster.
+CLUSTER_DIR ?= data/spark-cluster
+spark-cluster: setup
+	CLUSTER_DIR=$(CLUSTER_DIR) PYTHON=$(PY) scripts/spark_cluster.sh start
+
+spark-cluster-stop:
+	CLUSTER_DIR=$(CLUSTER_DIR) PYTHON=$(PY) scripts/spark_cluster.sh stop
 
 demo: clean-dedup
 

@@ -17,10 +17,12 @@ from typing import Any
 import yaml
 
 from pipeline.clean import CleanConfig, validate_rules
+from pipeline.decontam import Benchmark, DecontamConfig
 from pipeline.dedup.near import NearDedupConfig
 from pipeline.dedup.semantic import SemanticDedupConfig
 from pipeline.extract import ExtractConfig
 from pipeline.scoring import ScoreConfig, validate_score_config
+from pipeline.tokenize import TokenizeConfig
 
 FORMATS = ("warc", "wet", "jsonl", "parquet", "text")
 # Schemes the Python readers cannot open by themselves; their paths are checked by Spark, not here.
@@ -57,6 +59,8 @@ class PipelineConfig:
     clean: CleanConfig = field(default_factory=CleanConfig)
     score: ScoreConfig = field(default_factory=ScoreConfig)
     dedup: DedupConfig = field(default_factory=DedupConfig)
+    decontaminate: DecontamConfig = field(default_factory=DecontamConfig)
+    tokenize: TokenizeConfig = field(default_factory=TokenizeConfig)
     spark: dict[str, str] = field(default_factory=dict)
 
     def input_files(self) -> list[tuple[str, str, SourceConfig]]:
@@ -187,12 +191,83 @@ def _build_dedup(raw: Any) -> DedupConfig:
     return dataclasses.replace(_build_dataclass(DedupConfig, "dedup", raw, {"shards": _positive}), **subs)
 
 
+def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:
+    key = f"decontaminate.benchmarks[{i}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping such as {{name: gsm8k, paths: [test.jsonl], "
+                          f"fields: [question]}}, got {raw!r}")
+    known = {"name", "paths", "fields", "id_field"}
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise ConfigError(f"{key}.name: missing or not letters, digits, '-' or '_' (got {name!r}); "
+                          "it prefixes the reported items, e.g. gsm8k:17")
+    key = f"decontaminate.benchmarks.{name}"
+    for k in raw:
+        if k not in known:
+            raise ConfigError(f"{key}.{k}: unknown key. Known keys: {', '.join(sorted(known))}")
+    paths = raw.get("paths")
+    paths = [paths] if isinstance(paths, str) else paths
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise ConfigError(f"{key}.paths: expected a list of JSONL files (plain or .gz), got {raw.get('paths')!r}")
+    files: list[str] = []
+    for pattern in paths:
+        matched = _expand(pattern, base)
+        if not matched:
+            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
+            raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
+                              "fix the path or run from the directory it is relative to")
+        files.extend(matched)
+    fields = raw.get("fields", ["text"])
+    fields = [fields] if isinstance(fields, str) else fields
+    if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f for f in fields):
+        raise ConfigError(f"{key}.fields: expected a list of field names holding the item's text, got {fields!r}")
+    id_field = raw.get("id_field")
+    if id_field is not None and (not isinstance(id_field, str) or not id_field):
+        raise ConfigError(f"{key}.id_field: expected a field name or null (items named by line number), "
+                          f"got {id_field!r}")
+    return Benchmark(name=name, paths=paths, files=sorted(set(files)), fields=fields, id_field=id_field)
+
+
+def _build_decontaminate(raw: Any, base: Path) -> DecontamConfig:
+    if raw is not None and not isinstance(raw, dict):
+        raise ConfigError(f"decontaminate: expected a mapping of settings, got {type(raw).__name__}")
+    raw = dict(raw or {})
+    benches_raw = raw.pop("benchmarks", None) or []
+    if not isinstance(benches_raw, list):
+        raise ConfigError("decontaminate.benchmarks: expected a list of {name, paths, fields, id_field}")
+    cfg = _build_dataclass(DecontamConfig, "decontaminate", raw, {"ngram": _positive, "min_words": _positive})
+    benches = [_build_benchmark(i, b, base) for i, b in enumerate(benches_raw)]
+    names = [b.name for b in benches]
+    for n in names:
+        if names.count(n) > 1:
+            raise ConfigError(f"decontaminate.benchmarks.{n}: the name is used twice; names must be unique")
+    cfg.benchmarks = benches
+    return cfg
+
+
+def _build_tokenize(raw: Any, base: Path) -> TokenizeConfig:
+    cfg = _build_dataclass(TokenizeConfig, "tokenize", raw, nullable=("tokenizer",))
+    cfg.tokenizer = cfg.tokenizer or ""
+    try:
+        cfg.validate()
+    except ValueError as e:
+        raise ConfigError(f"tokenize.{e}") from None
+    if cfg.tokenizer:
+        p = Path(cfg.tokenizer).expanduser()
+        p = p if p.is_absolute() else base / p
+        if not p.is_file():
+            raise ConfigError(f"tokenize.tokenizer: no file at {p}; point it at a sentencepiece .model "
+                              "or leave it empty to train one")
+        cfg.tokenizer = str(p.resolve())
+    return cfg
+
+
 def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> PipelineConfig:
     """Build a PipelineConfig from already-parsed YAML/JSON; relative paths resolve against `base`."""
     base = base or Path.cwd()
     if not isinstance(raw, dict):
         raise ConfigError(f"the file must hold a mapping with at least 'sources', got {type(raw).__name__}")
-    known = {"sources", "extract", "clean", "score", "dedup", "spark"}
+    known = {"sources", "extract", "clean", "score", "dedup", "decontaminate", "tokenize", "spark"}
     for k in raw:
         if k not in known:
             raise ConfigError(f"{k}: unknown top-level key. Known keys: {', '.join(sorted(known))}")
@@ -234,6 +309,8 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         clean=_build_dataclass(CleanConfig, "clean", raw.get("clean"),
                                {"languages": _languages, "rules": _rules}, nullable=("languages",)),
         dedup=_build_dedup(raw.get("dedup")),
+        decontaminate=_build_decontaminate(raw.get("decontaminate"), base),
+        tokenize=_build_tokenize(raw.get("tokenize"), base),
         spark={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in spark_raw.items()},
     )
 
@@ -265,6 +342,8 @@ def main(argv: list[str]) -> int:
         return 2
     for name, src in sorted(cfg.sources.items()):
         print(f"source {name}: {src.format}, {len(src.files)} file(s)")
+    for b in cfg.decontaminate.benchmarks:
+        print(f"benchmark {b.name}: {len(b.files)} file(s), fields {', '.join(b.fields)}")
     return 0
 
 

@@ -101,7 +101,8 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
         # Columns that only describe a drop (why, duplicate of what) stay with the rejected rows.
         kept = rows.filter(F.col("status") == KEPT).drop("status", "reason", "detail", "duplicate_of")
         if shards:
-            # A fixed hash layout sorted by id: the same input gives byte-identical shards.
+            # A fixed hash layout sorted by id: the same input gives the same rows in the same files
+            # and order (not the same bytes: Spark's Parquet footers vary between JVMs).
             kept = kept.repartition(shards, "id").sortWithinPartitions("id")
         write_parquet_atomic(spark, kept, out_path)
         write_parquet_atomic(spark, rows.filter(F.col("status") != KEPT), rej_path)

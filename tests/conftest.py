@@ -1,4 +1,5 @@
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -30,3 +31,21 @@ def spark():
                                            "spark.sql.shuffle.partitions": "4"})
     yield session
     session.stop()
+
+
+def make(*args, timeout=900, **popen):
+    """`make ARGS` in the repository as a user runs it: without this process's Spark settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    cmd = ["make", "--no-print-directory", *args]
+    if popen:
+        return subprocess.Popen(cmd, cwd=REPO, env=env, text=True, **popen)
+    return subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def sample_local_run(tmp_path_factory):
+    """`make clean-dedup` on the bundled sample with a local master, once per session:
+    (data dir, completed process)."""
+    data = tmp_path_factory.mktemp("sample-local")
+    proc = make("clean-dedup", f"DATA={data}", "SPARK_MASTER=local[2]")
+    return data, proc

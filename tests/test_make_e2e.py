@@ -1,37 +1,29 @@
 """`make clean-dedup` as a user runs it: spark-submit, the bundled sample, a bad config."""
 import json
-import os
-import subprocess
-
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import make
+
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
 
 
-def _make(*args, timeout=900):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
-    return subprocess.run(["make", "--no-print-directory", *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def test_make_clean_dedup_on_the_sample(tmp_path):
-    proc = _make("clean-dedup", f"DATA={tmp_path}", "SPARK_MASTER=local[2]")
+def test_make_clean_dedup_on_the_sample(sample_local_run):
+    tmp_path, proc = sample_local_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "clean-dedup:" in proc.stdout and "kept" in proc.stdout
     for stage in ("extract", "clean", "dedup"):
         s = json.loads((tmp_path / "stats" / f"{stage}.json").read_text())
         assert s["records_in"] == s["records_out"] + sum(s["rejected"].values()) + sum(s["unreadable"].values())
     assert list((tmp_path / "dedup").glob("*.parquet"))
+    assert list((tmp_path / "spark-events").iterdir()), "no Spark event log written"
 
 
 def test_bad_config_fails_before_spark_starts(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("sources:\n  web:\n    format: warc\n    paths: ['examples/sample/*.warc.gz']\n"
                    "clean:\n  langauges: [en]\n")
-    proc = _make("clean-dedup", f"CONFIG={bad}", f"DATA={tmp_path / 'out'}")
+    proc = make("clean-dedup", f"CONFIG={bad}", f"DATA={tmp_path / 'out'}")
     assert proc.returncode != 0
     assert "clean.langauges: unknown key" in proc.stderr
     assert "SparkContext" not in proc.stderr and not (tmp_path / "out").exists()

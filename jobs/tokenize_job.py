@@ -1,0 +1,210 @@
+"""Stages 5 and 6: decontaminate dedup/, then tokenize what is left, per source.
+
+    dedup/ ──decontaminate──▶ decontaminated/ (+ rejected/stage=decontaminate, stats/decontaminate.json)
+           ──sample across sources──▶ sentencepiece training (unless tokenize.tokenizer names a model)
+           ──encode──▶ tokenized/<source>/part-NNNNN.parquet   id, source, tokens (ids + one <eod>), n_tokens
+                       tokenized/tokenizer.model, tokenized/counts.json (shards with sha256, documents, tokens)
+
+tokenized/ is built in a side folder and swapped in whole, so readers never see a half-written
+corpus and a rerun leaves no stale shard. Each source gets exactly `shards_per_source` files, rows
+hash-partitioned and sorted by id: the same input gives byte-identical shards.
+
+Run it as `spark-submit jobs/tokenize.py --config C --data D` (see that file for why the code is here).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F
+
+from jobs import decontaminate
+from pipeline.stats import AccountingError, StageStats
+from pipeline.spark import get_spark, text_bytes
+from pipeline.tokenize import (SHARD_DDL, TOKEN_DDL, TokenizerError, describe_model, shard_name,
+                               tokenize_partition, train_tokenizer, training_sentences, write_empty_shard,
+                               write_shards_partition)
+
+OUT = "tokenized"
+_SOURCE = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def say(msg: str) -> None:
+    print(f"tokenize: {msg}", flush=True)
+
+
+def _sample_texts(docs, per_source: dict[str, int], tc, drawn: dict):
+    """Up to sample_docs documents and sample_chars characters, taken in turns from every source in
+    an order fixed by a hash of (seed, id): the same corpus gives the same sample on any cluster.
+    Only the sample reaches the driver. Fills `drawn` with what was taken."""
+    key = F.xxhash64(F.lit(tc.seed), F.col("id"))
+    uniform = F.pmod(key, F.lit(1 << 40)).cast("double") / float(1 << 40)
+    # Pre-filter so each source offers about 1.2 x sample_docs documents at most.
+    frac = F.create_map(*[x for s, n in sorted(per_source.items())
+                          for x in (F.lit(s), F.lit(min(1.0, 1.2 * tc.sample_docs / max(n, 1))))])
+    offered = (docs.withColumn("_k", key).where(uniform < F.element_at(frac, F.col("source")))
+               .withColumn("_turn", F.row_number().over(Window.partitionBy("source").orderBy("_k", "id")))
+               .orderBy("_turn", "source").select("source", "text"))
+    n_docs, n_chars = 0, 0
+    taken: dict[str, int] = {}
+    for row in offered.toLocalIterator():
+        if n_docs >= tc.sample_docs or n_chars >= tc.sample_chars:
+            break
+        text = (row["text"] or "")[: tc.sample_chars - n_chars]
+        n_docs += 1
+        n_chars += len(text)
+        taken[row["source"]] = taken.get(row["source"], 0) + 1
+        drawn.update(documents=n_docs, chars=n_chars, by_source=dict(sorted(taken.items())))
+        yield text
+
+
+def _tokenizer(docs, per_source: dict[str, int], tc, staging: str) -> tuple[bytes, dict]:
+    if tc.tokenizer:
+        with open(tc.tokenizer, "rb") as fh:
+            model = fh.read()
+        info = describe_model(model, tc.eod_token)
+        say(f"using the given tokenizer {tc.tokenizer} (sha256 {info['sha256'][:12]}, vocab {info['vocab_size']})")
+        return model, {**info, "trained": False}
+    sample = os.path.join(staging, "_tokenizer_sample.txt")
+    t0 = time.time()
+    say(f"sampling up to {tc.sample_docs:,} documents / {tc.sample_chars:,} characters across "
+        f"{len(per_source)} source(s) for tokenizer training")
+    drawn: dict = {}
+    with open(sample, "w", encoding="utf-8") as fh:
+        for text in _sample_texts(docs, per_source, tc, drawn):
+            for line in training_sentences(text):
+                fh.write(line + "\n")
+    if not drawn:
+        raise TokenizerError("no documents to train a tokenizer on: decontaminated/ is empty")
+    say(f"sample: {drawn['documents']:,} documents, {drawn['chars']:,} characters "
+        f"({', '.join(f'{s} {n}' for s, n in drawn['by_source'].items())}) in {time.time() - t0:.1f}s")
+    try:
+        with open(sample, encoding="utf-8") as fh:
+            model = train_tokenizer((line.rstrip("\n") for line in fh), tc, progress=say)
+    finally:
+        os.remove(sample)
+    info = describe_model(model, tc.eod_token)
+    return model, {**info, "trained": True, "model_type": tc.model_type, "sample": drawn}
+
+
+def _write_source(docs, source: str, load_model, info: dict, tc, staging: str) -> list[dict]:
+    """Exactly `shards_per_source` token shards of one source, <staging>/<source>/part-NNNNN.parquet;
+    returns their facts (path relative to staging, sha256, documents, tokens)."""
+    k = tc.shards_per_source
+    dest = os.path.join(staging, source)
+    os.makedirs(dest)
+    # shard = Spark's own hash partitioning of id, so partition p holds shard p (the writer relies
+    # only on the column, though): spread evenly, the same on every run.
+    rows = (docs.where(F.col("source") == source)
+            .mapInArrow(tokenize_partition(load_model, info["sha256"], info["eos_id"]), TOKEN_DDL)
+            .withColumn("shard", F.pmod(F.hash("id"), F.lit(k)).cast("int"))
+            .repartition(k, "id").sortWithinPartitions("shard", "id"))
+    facts = {r["shard"]: r.asDict() for r in rows.mapInArrow(write_shards_partition(dest), SHARD_DDL).collect()}
+    for i in range(k):
+        if i not in facts:  # no document hashed here: an empty shard keeps the count fixed
+            facts[i] = write_empty_shard(os.path.join(dest, shard_name(i)))
+    return [{"path": f"{source}/{shard_name(i)}", "sha256": facts[i]["sha256"],
+             "documents": int(facts[i]["documents"]), "tokens": int(facts[i]["tokens"])} for i in range(k)]
+
+
+def _swap(staging: str, final: str) -> None:
+    old = final + ".__old"
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(final):
+        os.rename(final, old)
+    os.rename(staging, final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def run(spark, cfg, data_dir: str, benchmarks=None):
+    """-> (decontaminate stats, tokenize stats, counts)."""
+    dstats = decontaminate.run(spark, cfg, data_dir, benchmarks)
+    print(dstats.summary(), flush=True)
+    t0 = time.time()
+    tc = cfg.tokenize
+    src = os.path.join(data_dir, "decontaminated")
+    docs = spark.read.parquet(src).select("id", "source", "text")
+    per_source = {r["source"]: (int(r["n"]), int(r["b"] or 0)) for r in
+                  docs.groupBy("source").agg(F.count(F.lit(1)).alias("n"), F.sum(text_bytes()).alias("b")).collect()}
+    for s in per_source:
+        if s is None or not _SOURCE.match(s):
+            raise ValueError(f"source {s!r} cannot name a folder of tokenized/: use letters, digits, '-' or '_'")
+    final = os.path.join(data_dir, OUT)
+    staging = final + ".__writing"
+    shutil.rmtree(staging, ignore_errors=True)
+    os.makedirs(staging)
+    try:
+        model, info = _tokenizer(docs, {s: n for s, (n, _) in per_source.items()}, tc, staging)
+        with open(os.path.join(staging, "tokenizer.model"), "wb") as fh:
+            fh.write(model)
+        shared = spark.sparkContext.broadcast(model)
+        sources = {}
+        for s in sorted(per_source):
+            t1 = time.time()
+            listed = _write_source(docs, s, lambda: shared.value, info, tc, staging)
+            say(f"{s}: {per_source[s][0]:,} documents -> {len(listed)} shards, "
+                f"{sum(x['tokens'] for x in listed):,} tokens in {time.time() - t1:.1f}s")
+            sources[s] = {"documents": sum(x["documents"] for x in listed),
+                          "tokens": sum(x["tokens"] for x in listed), "shards": listed}
+            if sources[s]["documents"] != per_source[s][0]:
+                raise AccountingError(f"tokenize: {s} has {per_source[s][0]} documents but its shards hold "
+                                      f"{sources[s]['documents']}")
+        shared.unpersist()
+        tokenizer = {"path": "tokenizer.model", **{k: v for k, v in info.items() if k != "sample"}}
+        counts = {"tokenizer": tokenizer, "tokenizer_sha256": info["sha256"], "vocab_size": info["vocab_size"],
+                  "eos_id": info["eos_id"], "shards_per_source": tc.shards_per_source,
+                  "documents": sum(v["documents"] for v in sources.values()),
+                  "tokens": sum(v["tokens"] for v in sources.values()), "sources": sources}
+        with open(os.path.join(staging, "counts.json"), "w", encoding="utf-8") as fh:
+            json.dump(counts, fh, indent=2, sort_keys=True)
+            fh.write("\n")
+        _swap(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    n_docs = sum(n for n, _ in per_source.values())
+    n_bytes = sum(b for _, b in per_source.values())
+    extra = {"tokenizer": info, "tokens": counts["tokens"],
+             "bytes_per_token": round(n_bytes / counts["tokens"], 3) if counts["tokens"] else None,
+             "sources": {s: {"documents": v["documents"], "tokens": v["tokens"], "shards": len(v["shards"])}
+                         for s, v in counts["sources"].items()}}
+    stats = StageStats(stage="tokenize", records_in=n_docs, records_out=counts["documents"], bytes_in=n_bytes,
+                       bytes_out=n_bytes, wall_s=round(time.time() - t0, 2), input=src, output=final, extra=extra)
+    stats.check()
+    stats.write(data_dir)
+    return dstats, stats, counts
+
+
+def main(argv=None) -> int:
+    from jobs.common import parse_args
+    from pipeline.decontam import BenchmarkError, load_benchmarks
+
+    cfg, data = parse_args(__doc__, argv)
+    if not os.path.isdir(os.path.join(data, "dedup")):
+        print(f"tokenize error: {os.path.join(data, 'dedup')} not found; run `make clean-dedup DATA={data}` first",
+              file=sys.stderr)
+        return 2
+    try:
+        loaded = load_benchmarks(cfg.decontaminate)
+    except BenchmarkError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        return 2
+    spark = get_spark("glassbox-tokenize", cfg.spark)
+    try:
+        _, stats, counts = run(spark, cfg, data, loaded)
+    except TokenizerError as e:
+        print(f"tokenize error: {e}", file=sys.stderr)
+        return 2
+    print(stats.summary())
+    tok = counts["tokenizer"]
+    print(f"tokenized {counts['documents']:,} documents into {counts['tokens']:,} tokens "
+          f"(tokenizer {tok['sha256'][:12]}, vocab {tok['vocab_size']}, eos {tok['eos_id']}): "
+          + ", ".join(f"{s} {v['tokens']:,}" for s, v in counts["sources"].items())
+          + f"; shards and counts.json in {os.path.join(data, OUT)}")
+    return 0
+

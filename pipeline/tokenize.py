@@ -1,0 +1,379 @@
+"""Tokenizer training and token shards: sentencepiece settings, training with progress, batch encoding.
+
+Choices worth knowing:
+- Lossless: identity normalisation, whitespace kept as written and byte fallback, so
+  decode(encode(text)) == text for any text (code indentation, rare scripts, emoji). Newlines are
+  never inside a training sentence (sentencepiece trains on lines), so each encodes as the byte
+  piece <0x0A>.
+- The end-of-document token (`eod_token`, default `<eod>`) is sentencepiece's eos piece, so
+  `eos_id()` of the model names it; every document's tokens end with exactly one of it. No BOS.
+  Ids: unk 0, bos 1, eos (end of document) 2, pad 3, then the `special_tokens`, then bytes and pieces.
+- Reproducible: a rerun on the same sample gives a byte-identical model. The sample is fed through
+  an iterator and the model written to memory (sentencepiece records input paths, the output
+  prefix and the thread count in the model file, so `threads` is a setting, not the machine's count).
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import sys
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+MODEL_TYPES = ("bpe", "unigram")
+MAX_SENTENCE_CHARS = 4096   # longer lines are cut at a space; sentencepiece skips sentences over its limit
+UNK_ID, BOS_ID, EOS_ID, PAD_ID = 0, 1, 2, 3
+
+
+class TokenizerError(RuntimeError):
+    """Training failed or a given model cannot serve (no end-of-document piece)."""
+
+
+@dataclass
+class TokenizeConfig:
+    vocab_size: int = 32000
+    model_type: str = "bpe"
+    byte_fallback: bool = True
+    character_coverage: float = 0.9995
+    split_digits: bool = True
+    eod_token: str = "<eod>"
+    special_tokens: list[str] = field(default_factory=lambda: ["<eod>"])  # never split
+    sample_docs: int = 200_000           # tokenizer-training sample, spread across sources
+    sample_chars: int = 100_000_000
+    tokenizer: str = ""                  # an existing sentencepiece model to reuse; "" trains one
+    shards_per_source: int = 4
+    seed: int = 42
+    threads: int = 4                     # recorded in the model: fixed, so reruns match
+
+    def validate(self) -> "TokenizeConfig":
+        def bad(key: str, why: str):
+            raise ValueError(f"{key}: {why}")
+
+        for key in ("vocab_size", "sample_docs", "sample_chars", "shards_per_source", "threads"):
+            if getattr(self, key) < 1:
+                bad(key, f"must be a positive integer, got {getattr(self, key)}")
+        if self.model_type not in MODEL_TYPES:
+            bad("model_type", f"must be one of {'|'.join(MODEL_TYPES)}, got {self.model_type!r}")
+        if not 0 < self.character_coverage <= 1:
+            bad("character_coverage", f"must be in (0, 1], got {self.character_coverage}")
+        for key, tok in [("eod_token", self.eod_token)] + [("special_tokens", t) for t in self.special_tokens]:
+            if not isinstance(tok, str) or not tok or any(c.isspace() for c in tok):
+                bad(key, f"a token must be a non-empty string without whitespace, got {tok!r}")
+        if len(set(self.special_tokens)) != len(self.special_tokens):
+            bad("special_tokens", f"listed twice: {self.special_tokens}")
+        reserved = {"<unk>", "<s>", "<pad>"} & ({self.eod_token} | set(self.special_tokens))
+        if reserved:
+            bad("special_tokens", f"{sorted(reserved)} are sentencepiece's own pieces; choose other names")
+        floor = len(self.user_symbols()) + 4 + (256 if self.byte_fallback else 0)
+        if self.vocab_size <= floor:
+            bad("vocab_size", f"must exceed {floor} (4 control pieces, the special tokens"
+                              f"{', 256 byte pieces' if self.byte_fallback else ''}), got {self.vocab_size}")
+        return self
+
+    def user_symbols(self) -> list[str]:
+        """Special tokens besides the end-of-document one, which is the eos piece already."""
+        return [t for t in self.special_tokens if t != self.eod_token]
+
+
+def trainer_args(cfg: TokenizeConfig) -> dict:
+    """sentencepiece training settings (see the module doc for why)."""
+    return dict(
+        model_type=cfg.model_type, vocab_size=cfg.vocab_size, byte_fallback=cfg.byte_fallback,
+        character_coverage=cfg.character_coverage, split_digits=cfg.split_digits,
+        normalization_rule_name="identity", remove_extra_whitespaces=False,
+        allow_whitespace_only_pieces=True, max_sentence_length=4 * MAX_SENTENCE_CHARS + 16,
+        unk_id=UNK_ID, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID, eos_piece=cfg.eod_token,
+        user_defined_symbols=cfg.user_symbols(), num_threads=cfg.threads,
+        input_sentence_size=0, shuffle_input_sentence=False, hard_vocab_limit=True,
+    )
+
+
+def training_sentences(text: str, max_chars: int = MAX_SENTENCE_CHARS) -> Iterator[str]:
+    """The lines of a document as sentencepiece wants them: non-blank, no newline, bounded length."""
+    for line in (text or "").splitlines():
+        if not line.strip():
+            continue
+        while len(line) > max_chars:
+            cut = line.rfind(" ", max_chars // 2, max_chars)
+            cut = cut if cut > 0 else max_chars
+            yield line[:cut]
+            line = line[cut:]
+        if line.strip():
+            yield line
+
+
+# sentencepiece's log lines that tell how far training got
+_PROGRESS = [
+    (re.compile(r"Loaded all (\d+) sentences"), "loaded {0} sentences"),
+    (re.compile(r"Alphabet size=(\d+)"), "alphabet of {0} characters"),
+    (re.compile(r"Merged: freq=\d+ merges=(\d+)"), "{0} merges"),
+    (re.compile(r"Completed (\d+) merge steps"), "{0} merges done"),
+    (re.compile(r"Initialized (\d+) seed pieces"), "{0} seed pieces"),
+    (re.compile(r"EM sub_iter=\d+ size=(\d+)"), "EM: {0} pieces"),
+    (re.compile(r"Saving model"), "saving model"),
+]
+_ABSL_PROBLEM = re.compile(r"^[WEF]\d{4} ")  # absl warning/error/fatal lines
+
+
+@contextmanager
+def _sentencepiece_log(progress: Callable[[str], None], every_s: float = 2.0):
+    """Route the C++ library's stderr (fd 2) through a filter: progress lines become short messages
+    (the first of each kind, then at most one per `every_s`), warnings and errors pass through, the
+    trainer-spec dump and per-piece chatter are dropped. Yields the last lines, for error messages."""
+    tail: deque[str] = deque(maxlen=30)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    r, w = os.pipe()
+    os.dup2(w, 2)
+    os.close(w)
+    last = {"t": 0.0, "kind": None}
+
+    def pump():
+        with os.fdopen(r, "r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                tail.append(line.rstrip("\n"))
+                if _ABSL_PROBLEM.match(line):
+                    os.write(saved, line.encode("utf-8", "replace"))
+                    continue
+                for pattern, fmt in _PROGRESS:
+                    m = pattern.search(line)
+                    if m:
+                        now = time.monotonic()
+                        if fmt != last["kind"] or now - last["t"] >= every_s:
+                            progress(fmt.format(*m.groups()))
+                            last.update(t=now, kind=fmt)
+                        break
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        yield tail
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)   # closes the pipe's last write end: the reader sees EOF
+        reader.join(timeout=10)
+        os.close(saved)
+
+
+def train_tokenizer(sentences: Iterable[str], cfg: TokenizeConfig,
+                    progress: Callable[[str], None] = print) -> bytes:
+    """Train on `sentences` (lines, see training_sentences) and return the serialized model."""
+    import sentencepiece as spm
+
+    spm.set_random_generator_seed(cfg.seed)
+    out = io.BytesIO()
+    progress(f"training a {cfg.model_type} tokenizer, vocab {cfg.vocab_size}")
+    t0 = time.time()
+    with _sentencepiece_log(progress) as tail:
+        try:
+            spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=out,
+                                           **trainer_args(cfg))
+        except RuntimeError as e:
+            msg = str(e)
+            m = re.search(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)", msg)
+            if m:
+                raise TokenizerError(f"tokenize.vocab_size: {m.group(1)} is more pieces than the sample "
+                                     f"supports (at most {m.group(2)}); lower it or sample more text "
+                                     "(tokenize.sample_docs, tokenize.sample_chars)") from None
+            raise TokenizerError(f"sentencepiece training failed: {msg}\n" + "\n".join(tail)) from None
+    progress(f"tokenizer trained in {time.time() - t0:.1f}s")
+    return out.getvalue()
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def describe_model(model: bytes, eod_token: str) -> dict:
+    """What a reader of the shards needs to know about the tokenizer (ids of the special pieces)."""
+    import sentencepiece as spm
+
+    try:
+        sp = spm.SentencePieceProcessor(model_proto=model)
+    except Exception as e:  # sentencepiece raises RuntimeError/OSError on bytes that are no model
+        raise TokenizerError(f"tokenize.tokenizer: not a sentencepiece model ({e})") from None
+    eos = sp.piece_to_id(eod_token)
+    if eos == sp.unk_id() or sp.id_to_piece(eos) != eod_token:
+        raise TokenizerError(f"tokenize.eod_token: the tokenizer has no piece {eod_token!r} to end documents "
+                             f"with (its eos piece is {sp.id_to_piece(sp.eos_id()) if sp.eos_id() >= 0 else None!r}); "
+                             "set eod_token to that piece or train a tokenizer")
+    return {"sha256": sha256_bytes(model), "vocab_size": sp.get_piece_size(), "eos_id": eos,
+            "eod_token": eod_token, "bos_id": sp.bos_id(), "pad_id": sp.pad_id(), "unk_id": sp.unk_id()}
+
+
+def encode_batch(sp, texts: list[str], eos_id: int) -> list[list[int]]:
+    """Token ids of each document followed by exactly one end-of-document id."""
+    # One thread: Spark already runs a worker per core.
+    return [ids + [eos_id] for ids in sp.encode([t or "" for t in texts], out_type=int, num_threads=1)]
+
+
+_PROCESSORS: dict[str, object] = {}
+
+
+def get_processor(sha: str, load_model: Callable[[], bytes]):
+    """One sentencepiece processor per worker process and model."""
+    if sha not in _PROCESSORS:
+        import sentencepiece as spm
+
+        _PROCESSORS.clear()
+        _PROCESSORS[sha] = spm.SentencePieceProcessor(model_proto=load_model())
+    return _PROCESSORS[sha]
+
+
+def token_arrow_schema():
+    import pyarrow as pa
+
+    return pa.schema([("id", pa.string()), ("source", pa.string()),
+                      ("tokens", pa.list_(pa.int32())), ("n_tokens", pa.int32())])
+
+
+TOKEN_DDL = "id string, source string, tokens array<int>, n_tokens int"
+
+
+def tokenize_partition(load_model: Callable[[], bytes], sha: str, eos_id: int):
+    """mapInArrow function: (id, source, text) in, (id, source, tokens, n_tokens) out."""
+    import pyarrow as pa
+
+    schema = token_arrow_schema()
+
+    def run(batches):
+        sp = get_processor(sha, load_model)
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            ids = encode_batch(sp, batch.column("text").to_pylist(), eos_id)
+            yield pa.RecordBatch.from_arrays(
+                [batch.column("id"), batch.column("source"), pa.array(ids, pa.list_(pa.int32())),
+                 pa.array([len(x) for x in ids], pa.int32())], schema=schema)
+    return run
+
+
+def shard_facts(path: str) -> dict:
+    """sha256, documents and tokens of one token shard (run where the file is readable)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    tokens = 0
+    for i in range(pf.num_row_groups):
+        col = pf.read_row_group(i, columns=["n_tokens"]).column("n_tokens")
+        tokens += int(pc.sum(col).as_py() or 0)
+    return {"sha256": sha256_file(path), "documents": pf.metadata.num_rows, "tokens": tokens}
+
+
+# --- writing shards ------------------------------------------------------------------------------
+# Shards are written with pyarrow, not Spark's writer: parquet-mr lists a column's encodings in a
+# hash-set order that changes from one JVM to the next, so its files are not byte-identical across
+# reruns. Row groups are cut by document and token counts only, so the layout depends on the rows alone.
+ROW_GROUP_DOCS = 65_536
+ROW_GROUP_TOKENS = 1 << 23          # 32 MB of token ids
+SHARD_DDL = "shard int, path string, sha256 string, documents bigint, tokens bigint"
+
+
+def pc_sum(column) -> int:
+    import pyarrow.compute as pc
+
+    return pc.sum(column).as_py() or 0
+
+
+def shard_name(i: int) -> str:
+    return f"part-{i:05d}.parquet"
+
+
+class ShardWriter:
+    """One token shard: rows arrive sorted, row groups are cut deterministically, the file appears
+    under its final name only when complete (a retried task overwrites it whole)."""
+
+    def __init__(self, path: str):
+        import pyarrow.parquet as pq
+
+        self.path = path
+        self.tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        self.writer = pq.ParquetWriter(self.tmp, token_arrow_schema(), compression="zstd")
+        self.pending = []
+        self.documents = 0
+        self.tokens = 0
+
+    def add(self, table) -> None:
+        import numpy as np
+        import pyarrow as pa
+
+        self.pending.append(table)
+        buf = pa.concat_tables(self.pending)
+        while buf.num_rows:
+            cum = np.cumsum(buf.column("n_tokens").to_numpy(zero_copy_only=False).astype(np.int64))
+            full = np.flatnonzero(cum >= ROW_GROUP_TOKENS)
+            cut = min(int(full[0]) + 1 if len(full) else buf.num_rows + 1, ROW_GROUP_DOCS)
+            if cut > buf.num_rows:
+                break  # not a full row group yet
+            self._write(buf.slice(0, cut))
+            buf = buf.slice(cut)
+        self.pending = [buf]
+
+    def _write(self, table) -> None:
+        if table.num_rows:
+            # One chunk per column: pyarrow's page layout would otherwise follow the input batches.
+            self.writer.write_table(table.combine_chunks(), row_group_size=table.num_rows)
+            self.documents += table.num_rows
+            self.tokens += int(pc_sum(table.column("n_tokens")))
+
+    def close(self) -> dict:
+        import pyarrow as pa
+
+        if self.pending:
+            self._write(pa.concat_tables(self.pending))
+        self.writer.close()
+        os.replace(self.tmp, self.path)
+        return {"path": self.path, "sha256": sha256_file(self.path), "documents": self.documents,
+                "tokens": self.tokens}
+
+
+def write_empty_shard(path: str) -> dict:
+    return ShardWriter(path).close()
+
+
+def write_shards_partition(dest_dir: str):
+    """mapInArrow function: token rows with a `shard` column, sorted by (shard, id), in; each shard
+    written to <dest_dir>/part-NNNNN.parquet; one row of facts per shard out (SHARD_DDL)."""
+    import numpy as np
+    import pyarrow as pa
+
+    columns = token_arrow_schema().names
+
+    def facts_batch(shard: int, facts: dict):
+        return pa.RecordBatch.from_pylist([{"shard": shard, **facts}], schema=pa.schema(
+            [("shard", pa.int32()), ("path", pa.string()), ("sha256", pa.string()),
+             ("documents", pa.int64()), ("tokens", pa.int64())]))
+
+    def run(batches):
+        writer, current = None, None
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            shards = batch.column("shard").to_numpy(zero_copy_only=False)
+            cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), batch.num_rows]
+            for a, b in zip(cuts, cuts[1:]):
+                shard = int(shards[a])
+                if shard != current:
+                    if writer is not None:
+                        yield facts_batch(current, writer.close())
+                    writer = ShardWriter(os.path.join(dest_dir, shard_name(shard)))
+                    current = shard
+                writer.add(pa.Table.from_batches([batch.slice(a, b - a).select(columns)]))
+        if writer is not None:
+            yield facts_batch(current, writer.close())
+    return run
