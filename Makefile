@@ -119,3 +119,18 @@ bench: setup $(PY_FILES)
 
 clean:
 	rm -rf data build spark-warehouse
+
+# Serving (train/serving/): an OpenAI-compatible server for an exported model directory (README, "Serving").
+#   make serve MODEL=<exported model dir> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
+# vLLM's OpenAI server when vllm is installed and a CUDA GPU is present (TP = --tensor-parallel-size),
+# else this project's CPU server.
+PORT ?= 8000
+SERVE_HOST ?= 127.0.0.1
+TP ?= 1
+NAME ?=
+
+.PHONY: serve
+serve: setup
+	$(if $(MODEL),,$(error make serve needs MODEL=<exported model directory>))
+	$(PY) -m train.serve --model $(MODEL) --host $(SERVE_HOST) --port $(PORT) --tp $(TP) $(if $(NAME),--served-model-name $(NAME))
+

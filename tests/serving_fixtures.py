@@ -1,0 +1,78 @@
+"""A real ``python -m train.serve`` process on 127.0.0.1 for the serving and batch tests."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LISTENING = re.compile(r"listening on (http://[\d.]+:(\d+)/v1)")
+
+
+class ServerProcess:
+    """Start with ``port=0`` for a free port; ``restart()`` comes back on the same port."""
+
+    def __init__(self, model_dir: Path, name: str = "tiny", port: int = 0, startup_timeout: float = 180.0):
+        self.model_dir, self.name, self.port, self.timeout = Path(model_dir), name, port, startup_timeout
+        self.proc: subprocess.Popen | None = None
+        self.lines: list[str] = []
+        self.url = ""
+
+    def start(self) -> "ServerProcess":
+        cmd = [sys.executable, "-m", "train.serve", "--model", str(self.model_dir), "--port", str(self.port),
+               "--served-model-name", self.name, "--threads", "1", "--log-level", "warning"]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True)
+        seen = threading.Event()
+
+        def drain(proc=self.proc):
+            for line in proc.stdout:
+                self.lines.append(line)
+                m = LISTENING.search(line)
+                if m:
+                    self.url, self.port = m.group(1), int(m.group(2))
+                    seen.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        deadline = time.monotonic() + self.timeout
+        while not seen.wait(0.2):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("server did not start:\n" + "".join(self.lines[-40:]))
+        while time.monotonic() < deadline:        # the socket is bound; wait until uvicorn answers
+            try:
+                with urllib.request.urlopen(self.url.removesuffix("/v1") + "/health", timeout=5) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("server never answered /health:\n" + "".join(self.lines[-40:]))
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(timeout=30)
+
+    def restart(self) -> "ServerProcess":
+        self.kill()
+        return self.start()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def alive(self) -> bool:
+        return bool(self.proc) and self.proc.poll() is None

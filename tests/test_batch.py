@@ -1,0 +1,164 @@
+"""python -m train.batch against a real server that is killed mid-run: every input id ends up exactly once."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from hf_fixtures import REPO, shared_tiny_llama
+from serving_fixtures import ServerProcess
+
+N = 18
+
+
+def write_inputs(path: Path, n: int = N, extra: list[str] = ()) -> list:
+    ids = []
+    with open(path, "w") as f:
+        for i in range(n):
+            if i % 3 == 2:
+                rec = {"id": f"chat-{i}", "messages": [{"role": "user", "content": f"Tell me about lobster {i}."}]}
+            else:
+                rec = {"id": i, "prompt": f"Homarus gammarus number {i} is", "seed": i}
+            ids.append(rec["id"])
+            f.write(json.dumps(rec) + "\n")
+        for line in extra:
+            f.write(line + "\n")
+    return ids
+
+
+def read_output(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def start_batch(inp: Path, out: Path, url: str, summary: Path, *extra: str) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "train.batch", str(inp), str(out), "--url", url, "--concurrency", "3",
+           "--max-tokens", "40", "--temperature", "1", "--timeout", "60", "--retries", "60", "--backoff", "0.2",
+           "--max-backoff", "1.5", "--summary", str(summary), *extra]
+    return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def lines_in(path: Path) -> int:
+    return path.read_bytes().count(b"\n") if path.exists() else 0
+
+
+def wait_for_lines(path: Path, k: int, proc: subprocess.Popen, timeout: float = 120) -> int:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = lines_in(path)
+        if n >= k:
+            return n
+        if proc.poll() is not None:
+            pytest.fail("batch ended early:\n" + proc.stdout.read())
+        time.sleep(0.05)
+    pytest.fail(f"fewer than {k} results after {timeout}s")
+
+
+def assert_each_once(out: Path, ids: list) -> list[dict]:
+    records = read_output(out)
+    counts = Counter(json.dumps(r["id"]) for r in records)
+    assert sorted(counts) == sorted(json.dumps(i) for i in ids), "ids missing or unexpected"
+    assert set(counts.values()) == {1}, f"duplicates: {[k for k, v in counts.items() if v > 1]}"
+    return records
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One server for the module; the tests kill it and bring it back on the same port."""
+    srv = ServerProcess(shared_tiny_llama()).start()
+    yield srv
+    srv.stop()
+
+
+def test_server_killed_mid_run_batch_retries_through(server, tmp_path):
+    if not server.alive():
+        server.start()
+    inp, out, summary = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "summary.json"
+    ids = write_inputs(inp, extra=[json.dumps({"id": "bad-temp", "prompt": "x", "temperature": 5})])
+    batch = start_batch(inp, out, server.url, summary)
+    at_kill = wait_for_lines(out, 3, batch)
+    server.kill()
+    assert at_kill < N + 1, "the batch finished before the server was killed; the test proves nothing"
+    time.sleep(1.0)
+    assert batch.poll() is None, "the batch gave up instead of retrying"
+    server.start()                                      # same port
+    log, _ = batch.communicate(timeout=240)
+    assert batch.returncode == 0, log
+    records = assert_each_once(out, ids + ["bad-temp"])
+    by_id = {json.dumps(r["id"]): r for r in records}
+    err = by_id['"bad-temp"']["error"]                  # a 400 is final, recorded, not retried
+    assert err["status"] == 400 and "temperature" in err["message"] and by_id['"bad-temp"']["attempts"] == 1
+    good = [r for r in records if r["id"] != "bad-temp"]
+    assert all(isinstance(r["output"], str) and r["finish_reason"] in ("stop", "length") for r in good)
+    assert all(r["usage"]["completion_tokens"] <= 40 for r in good)
+    s = json.loads(summary.read_text())
+    assert s["retries"] > 0 and s["failed"] == 0 and s["done"] == N + 1 and s["errors"] == 1
+    assert any(r["attempts"] > 1 for r in good)         # some requests were in flight at the kill
+
+
+def test_both_killed_restart_skips_done_ids(server, tmp_path):
+    if not server.alive():
+        server.start()
+    inp, out, summary = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "summary.json"
+    ids = write_inputs(inp, extra=["{not json", json.dumps({"prompt": "no id"}),
+                                   json.dumps({"id": 0, "prompt": "a repeated id"})])
+    batch = start_batch(inp, out, server.url, summary)
+    wait_for_lines(out, 4, batch)
+    batch.kill()
+    server.kill()
+    batch.wait(timeout=30)
+    first = read_output(out)
+    assert 4 <= len(first) < N, "the batch finished before it was killed; the test proves nothing"
+    with open(out, "a") as f:                           # a crash inside a write leaves a torn line
+        f.write('{"id": 999, "outp')
+    server.start()
+    batch = start_batch(inp, out, server.url, summary)
+    log, _ = batch.communicate(timeout=240)
+    s = json.loads(summary.read_text())
+    assert batch.returncode == 1 and s["invalid"] == 2 and s["failed"] == 0, log   # the two bad lines
+    assert s["already_done"] == len(first) and s["done"] == N - len(first) and s["torn_lines"] == 1
+    assert s["duplicates"] == 1
+    records = assert_each_once(out, ids)
+    assert records[:len(first)] == first                # earlier results kept as they were
+    assert all("output" in r for r in records)
+    # a third run has nothing left to do
+    again = start_batch(inp, out, server.url, summary)
+    again.communicate(timeout=120)
+    s = json.loads(summary.read_text())
+    assert s["done"] == 0 and s["already_done"] == N
+    assert len(read_output(out)) == N
+
+
+def test_torn_and_error_lines_in_output(tmp_path):
+    from train.serving.batch import Summary, load_done
+
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"id": 1, "output": "a"}\n{"id": "2", "error": {"status": 400}}\ngarbage\n{"id": 3, "out')
+    summary = Summary()
+    assert load_done(out, False, summary) == {"1", '"2"'}
+    assert summary.torn_lines == 2
+    assert out.read_text() == '{"id": 1, "output": "a"}\n{"id": "2", "error": {"status": 400}}\n'
+    assert load_done(out, True, Summary()) == {"1"}         # --retry-errors drops the error line
+    assert out.read_text() == '{"id": 1, "output": "a"}\n'
+
+
+def test_backoff_grows_with_jitter_and_cap(tmp_path):
+    from train.serving.batch import Runner, Settings, Summary, normalize_url, parse_line
+
+    r = Runner(Settings(tmp_path, tmp_path, "u", backoff=1.0, max_backoff=8.0), Summary())
+    for attempt, step in [(0, 1), (1, 2), (2, 4), (3, 8), (6, 8)]:
+        delays = [r.delay(attempt, None) for _ in range(200)]
+        assert step / 2 <= min(delays) and max(delays) <= step and len(set(delays)) > 100
+    assert r.delay(0, 5.0) >= 5.0                             # Retry-After is honoured (up to the cap)
+    assert normalize_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
+    assert normalize_url("http://h:1/v1/") == "http://h:1/v1"
+    assert parse_line('{"id": 1, "prompt": "x"}')[0] is not None
+    for bad in ['[1]', '{"prompt": "x"}', '{"id": true, "prompt": "x"}', '{"id": 1}',
+                '{"id": 1, "prompt": "x", "messages": []}', '{"id": 1, "messages": "hi"}']:
+        assert parse_line(bad)[0] is None, bad
