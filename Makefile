@@ -134,3 +134,20 @@ serve: setup
 	$(if $(MODEL),,$(error make serve needs MODEL=<exported model directory>))
 	$(PY) -m train.serve --model $(MODEL) --host $(SERVE_HOST) --port $(PORT) --tp $(TP) $(if $(NAME),--served-model-name $(NAME))
 
+# Reading a run (train/record/): diagnosis of its loss curves and one self-contained HTML report (README,
+# "Reading a run").
+#   make report RUN=runs/<name> [COMPARE=runs/<other>]   -> RUN/report.html and RUN/loss_curve.png
+#   make diagnose RUN=runs/<name>                        -> the findings table
+# The report test renders the page in headless Chromium (Debian's chromium, installed by `make test` as root).
+COMPARE ?=
+CHROMIUM := /usr/bin/chromium
+test: $(CHROMIUM)   # the report test renders in it; the demo does not need it
+$(CHROMIUM):
+	scripts/install_chromium.sh
+
+.PHONY: report diagnose
+report: setup
+	$(PY) -m train.report $(RUN) $(if $(COMPARE),--compare $(COMPARE))
+
+diagnose: setup
+	$(PY) -m train.diagnose $(RUN)

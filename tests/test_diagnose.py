@@ -1,0 +1,277 @@
+"""train.diagnose: each pattern injected at a known step is found near it; healthy curves of several
+shapes give no finding; the record reader survives torn lines, nulls and restarted steps; the CLI."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from record_fixtures import LN_V, VOCAB, healthy, lr_schedule, noisy, rows_from, trend, write_run
+from train.diagnose import DiagnoseConfig, diagnose, load_metrics
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------------- healthy curves
+
+CLEAN = {
+    "power law, constant lr": dict(n=300, kind="constant", val_every=10),
+    "warmup then cosine decay": dict(n=300, warmup=30, val_every=20),
+    "end of a cosine schedule": dict(n=1000, warmup=50, val_every=50),
+    "short run, 20 steps": dict(n=20, warmup=5),
+    "short run, 20 steps, validation every 2": dict(n=20, warmup=2, val_every=2),
+    "long run, 5000 steps": dict(n=5000, warmup=200, val_every=100),
+    "noisy small batches (5%)": dict(n=400, sigma=0.05, warmup=20, val_every=20),
+    "very noisy small batches (8%)": dict(n=2000, sigma=0.08, warmup=100, val_every=50),
+    "noise-free": dict(n=500, sigma=0.0, warmup=20, val_every=25),
+    "validation flattening, 1% noise": dict(n=600, sigma=0.02, warmup=30, val_every=15, val_sigma=0.01),
+    "slow power law (alpha 0.2)": dict(n=1000, alpha=0.2, floor=1.5, warmup=50, val_every=50),
+    "fast power law near its floor (alpha 0.8)": dict(n=1000, alpha=0.8, floor=3.0, warmup=50, val_every=50),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("shape", list(CLEAN))
+def test_healthy_curves_give_no_finding(shape, seed):
+    kw = dict(CLEAN[shape])
+    n = kw.pop("n")
+    rows, _ = healthy(n, seed=seed, **kw)
+    findings = diagnose(rows, vocab_size=VOCAB)
+    assert findings == [], [f.to_dict() for f in findings]
+
+
+# ---------------------------------------------------------------------------------- injected patterns
+
+def _run(n, seed, sigma=0.01):
+    base, lr = trend(n, warmup=n // 20)
+    return base, lr, noisy(base, sigma, seed)
+
+
+def inject_spike(n, seed):
+    base, lr, y = _run(n, seed)
+    t0 = int(0.6 * n)
+    y[t0] *= 1.6                      # a bad batch, and half a recovery the step after
+    y[t0 + 1] *= 1.2
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_divergence(n, seed):
+    base, lr, y = _run(n, seed)
+    t0 = int(0.5 * n)
+    t = np.arange(n)
+    y = y + np.where(t >= t0, 0.8 * base[t0] * np.clip(t - t0, 0, None) / (n - t0), 0.0)
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_nan(n, seed):
+    base, lr, y = _run(n, seed)
+    t0 = int(0.7 * n)
+    y[t0:] = np.nan
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_plateau(n, seed):
+    base, lr = trend(n, kind="constant", tau=n / 200, alpha=0.6)
+    t0 = int(0.2 * n)
+    b = base.copy()
+    b[t0:] = base[t0]
+    return rows_from(noisy(b, 0.01, seed), lr, val=b + 0.05, val_every=max(1, n // 25), seed=seed), t0 + 1
+
+
+def inject_overfitting(n, seed):
+    base, lr, y = _run(n, seed)
+    t0 = int(0.5 * n)
+    t = np.arange(n)
+    val = np.where(t < t0, base, base[t0] + 0.3 * (t - t0) / (n - t0)) + 0.05 \
+        + 0.002 * np.random.default_rng(seed).standard_normal(n)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
+def inject_val_noisy(n, seed):
+    base, lr, y = _run(n, seed)
+    t0 = int(0.3 * n)
+    t = np.arange(n)
+    val = base + 0.05 + np.where(t >= t0, 0.06 * base * np.random.default_rng(seed + 3).standard_normal(n), 0.0)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
+def inject_low_initial_loss(n, seed):
+    base, lr = trend(n, warmup=n // 20, start=5.0, floor=1.0)      # starts 5.4 nats below ln(32000)
+    return rows_from(noisy(base, 0.01, seed), lr, seed=seed), 1
+
+
+def inject_stalled_late(n, seed):
+    base, lr = trend(n, warmup=n // 20, kind="constant")
+    t0 = int(0.6 * n)
+    b = base.copy()
+    b[t0:] = base[t0]
+    return rows_from(noisy(b, 0.01, seed), lr, val=b + 0.05, val_every=max(1, n // 25), seed=seed), t0 + 1
+
+
+def inject_stalled_from_start(n, seed):
+    b = np.full(n, LN_V + 0.2)                                    # learning nothing at all
+    return rows_from(noisy(b, 0.01, seed), lr_schedule(n, "constant"), val=b + 0.01,
+                     val_every=max(1, n // 25), seed=seed), 1
+
+
+PATTERNS = {
+    "spike": (inject_spike, [100, 300, 2000]),
+    "divergence": (inject_divergence, [100, 300, 2000]),
+    "divergence/nan": (inject_nan, [100, 2000]),
+    "plateau": (inject_plateau, [300, 2000]),
+    "overfitting": (inject_overfitting, [100, 300, 2000]),
+    "val_noisy": (inject_val_noisy, [300, 2000]),
+    "low_initial_loss": (inject_low_initial_loss, [20, 300]),
+    "stalled": (inject_stalled_late, [100, 300, 2000]),
+    "stalled/from the start": (inject_stalled_from_start, [300, 2000]),
+}
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("name,n", [(name, n) for name, (_, ns) in PATTERNS.items() for n in ns])
+def test_injected_pattern_found_near_its_step(name, n, seed):
+    make, _ = PATTERNS[name]
+    kind = name.split("/")[0]
+    rows, t0 = make(n, seed)
+    findings = diagnose(rows, vocab_size=VOCAB)
+    hits = [f for f in findings if f.kind == kind]
+    assert hits, f"{kind} not found; got {[f.to_dict() for f in findings]}"
+    best = min(hits, key=lambda f: abs(f.step - t0))
+    assert abs(best.step - t0) <= max(2, 0.05 * n), (t0, best.to_dict())
+    assert best.end_step >= best.step
+    assert best.severity in ("info", "warning", "critical")
+    assert best.advice and best.message
+    assert best.evidence and all(isinstance(v, (int, float)) for v in best.evidence.values())
+    # Nothing else is reported about these curves.
+    assert {f.kind for f in findings} == {kind}, [f.to_dict() for f in findings]
+
+
+def test_spike_evidence_and_severity():
+    rows, t0 = inject_spike(300, 0)
+    (f,) = diagnose(rows)
+    assert f.kind == "spike" and f.step == t0 and f.severity == "critical"      # +60%
+    ev = f.evidence
+    assert ev["loss"] == pytest.approx(rows[t0 - 1]["loss"])
+    assert ev["z"] > 6 and ev["jump_rel"] == pytest.approx(ev["loss"] / ev["rolling_median"] - 1)
+    assert ev["mad"] > 0 and ev["noise_sigma"] > 0 and ev["recovered"] == 1
+    assert "lr" in ev and "grad_norm" in ev
+    # A moderate one (+20%, one point, recovered) is a warning; the threshold is configurable.
+    base, lr, y = _run(300, 0)
+    y[150] *= 1.2
+    (g,) = diagnose(rows_from(y, lr))
+    assert g.severity == "warning" and g.step == 151
+    assert diagnose(rows_from(y, lr), cfg=DiagnoseConfig(spike_z=1000)) == []
+
+
+def test_nonfinite_loss_is_critical_divergence():
+    rows, t0 = inject_nan(300, 0)
+    (f,) = diagnose(rows)
+    assert (f.kind, f.step, f.severity) == ("divergence", t0, "critical")
+    assert f.evidence["nonfinite_rows"] == 300 - t0 + 1 and math.isfinite(f.evidence["last_finite_loss"])
+    assert json.loads(json.dumps(f.to_dict()))["step"] == t0
+
+
+def test_plateau_not_reported_at_the_expected_floor():
+    rows, t0 = inject_plateau(300, 0)
+    level = float(np.median([r["loss"] for r in rows if r.get("kind") == "train" and r["step"] > t0]))
+    assert [f.kind for f in diagnose(rows, cfg=DiagnoseConfig(expected_floor=level - 1.0))] == ["plateau"]
+    assert diagnose(rows, cfg=DiagnoseConfig(expected_floor=level - 0.1)) == []        # converged
+
+
+def test_low_initial_loss_needs_the_vocabulary():
+    rows, _ = inject_low_initial_loss(300, 0)
+    assert diagnose(rows) == []                                  # unknown vocabulary: not judged
+    (f,) = diagnose(rows, vocab_size=VOCAB)
+    assert f.evidence["ln_vocab"] == pytest.approx(LN_V) and f.severity == "critical"
+    assert diagnose(rows, vocab_size=300) == []                  # ln 300 = 5.7: 5.4 is not far below
+
+
+# ------------------------------------------------------------------------------------- reading rows
+
+def test_rows_torn_null_and_restarted(tmp_path):
+    rows, t0 = inject_spike(300, 0)
+    # A resumed run that did not truncate: steps 150..200 written twice, the first time with a spike that
+    # the rerun did not have; the last row of each step wins, so the only spike is the real one.
+    first = [dict(r) for r in rows if r["step"] <= 200]
+    for r in first:
+        if r["step"] == 170 and r["kind"] == "train":
+            r["loss"] *= 3
+    rerun = [r for r in rows if r["step"] >= 150]
+    # Nulls: a missing grad_norm and a null loss are missing values, not zeros or crashes.
+    rerun[5]["grad_norm"] = None
+    rerun[7]["loss"] = None
+    del rerun[9]["lr"]
+    write_run(tmp_path, first + rerun, torn=True)
+    loaded = load_metrics(tmp_path)
+    steps = [r["step"] for r in loaded if r["kind"] == "train"]
+    assert steps == sorted(set(steps)) and steps[-1] == 300 and 99999 not in steps
+    assert loaded == load_metrics(tmp_path / "metrics.jsonl")
+    findings = diagnose(loaded, vocab_size=VOCAB)
+    assert [(f.kind, f.step) for f in findings] == [("spike", t0)]
+    # Rows handed in directly (not sorted, steps repeated) get the same treatment: the later row wins.
+    assert [(f.kind, f.step) for f in diagnose(first + rerun, vocab_size=VOCAB)] == [("spike", t0)]
+    assert ("spike", 170) in [(f.kind, f.step) for f in diagnose(rerun + first, vocab_size=VOCAB)]
+
+
+def test_empty_and_tiny_inputs():
+    assert diagnose([]) == []
+    assert diagnose([{"kind": "train", "step": 1, "loss": 10.0}]) == []
+    assert diagnose([{"kind": "val", "step": 5, "val_loss": 3.0}, {"step": "x"}, "junk"]) == []
+
+
+# --------------------------------------------------------------------------------------------- CLI
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "train.diagnose", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_json_on_a_directory_with_only_metrics(tmp_path):
+    rows, t0 = inject_divergence(300, 0)
+    write_run(tmp_path, rows, vocab_size=None, torn=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["metrics.jsonl"]
+    p = _cli(tmp_path, "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert isinstance(out, list) and [f["kind"] for f in out] == ["divergence"]
+    assert set(out[0]) == {"kind", "step", "end_step", "severity", "message", "evidence", "advice"}
+    assert abs(out[0]["step"] - t0) <= 15
+    # Plain mode: a table, exit 0 (findings are not errors).
+    p = _cli(tmp_path)
+    assert p.returncode == 0 and "divergence" in p.stdout and "advice:" in p.stdout
+    assert "1 unreadable lines skipped" in p.stdout
+    # Healthy: "no findings", still 0.
+    clean = tmp_path / "clean"
+    write_run(clean, healthy(200, seed=0, warmup=10)[0], vocab_size=None)
+    p = _cli(clean)
+    assert p.returncode == 0 and "no findings" in p.stdout
+    assert _cli(clean, "--json").stdout.strip() == "[]"
+
+
+def test_cli_vocab_size_from_config_or_flag(tmp_path):
+    rows, _ = inject_low_initial_loss(300, 0)
+    bare = write_run(tmp_path / "bare", rows, vocab_size=None)
+    with_cfg = write_run(tmp_path / "cfg", rows, vocab_size=VOCAB)
+    kinds = lambda p: [f["kind"] for f in json.loads(p.stdout)]     # noqa: E731
+    assert kinds(_cli(bare, "--json")) == []
+    assert "vocabulary unknown" in _cli(bare).stdout
+    assert kinds(_cli(bare, "--json", "--vocab-size", VOCAB)) == ["low_initial_loss"]
+    assert kinds(_cli(with_cfg, "--json")) == ["low_initial_loss"]
+    assert kinds(_cli(with_cfg, "--json", "--vocab-size", 300)) == []       # the flag wins
+
+
+def test_cli_flags_and_errors(tmp_path):
+    rows, _ = inject_spike(300, 0)
+    write_run(tmp_path, rows)
+    assert [f["kind"] for f in json.loads(_cli(tmp_path, "--json").stdout)] == ["spike"]
+    assert json.loads(_cli(tmp_path, "--json", "--spike-z", "1e6").stdout) == []
+    missing = _cli(tmp_path / "nope")
+    assert missing.returncode == 2 and "no such run directory" in missing.stderr
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert _cli(empty).returncode == 2 and "metrics.jsonl" in _cli(empty).stderr
+    (empty / "metrics.jsonl").write_text('{"kind": "train", "st')
+    p = _cli(empty)
+    assert p.returncode == 2 and "no metrics rows" in p.stderr

@@ -1,0 +1,10 @@
+"""Readers of a run record: they read ``runs/<name>/`` and never write into the trainer's files.
+
+- ``load``: ``metrics.jsonl`` (torn lines skipped, one row per step), the resolved config, ``run.json``.
+- ``diagnose``: findings about a loss curve (spikes, divergence, plateaus, overfitting, ...) with the
+  numbers behind them and what to do (``python -m train.diagnose RUN``).
+- ``report``: one self-contained HTML page with the curves, the telemetry and the diagnosis
+  (``python -m train.report RUN``, ``make report RUN=...``).
+
+Only the standard library and numpy at import time; matplotlib is imported by the report alone.
+"""

@@ -1,0 +1,616 @@
+"""Diagnosis of a run's loss curves: findings with the numbers behind them and what to do.
+
+``diagnose(rows, vocab_size=None, cfg=DiagnoseConfig())`` takes ``metrics.jsonl`` rows (``load_metrics``)
+and returns findings, each with ``kind``, ``step`` (where it starts), ``end_step``, ``severity``
+(info | warning | critical), ``evidence`` (a dict of numbers), ``message`` and ``advice``. One small
+detector per kind:
+
+- ``spike``       loss far above the median of the points before it (robust z-score over a window);
+- ``divergence``  a non-finite loss, or the smoothed loss sustained well above its running minimum;
+- ``plateau``     a fast early drop, then a long flat stretch (above ``expected_floor`` when one is given);
+- ``stalled``     a long flat stretch that is not a plateau: training loss, and validation loss where
+                  there is some, not improving;
+- ``overfitting`` validation loss rising from its minimum while training loss keeps falling;
+- ``val_noisy``   validation loss fluctuating far more than the (smooth) training loss;
+- ``low_initial_loss``  the first losses far below ln(vocabulary size), which an untrained model scores.
+
+Curves are judged in points (logged rows), not in step units, so gaps in the steps do not matter. Every
+threshold is a field of ``DiagnoseConfig`` with its default and the reason for it; the CLI exposes the main
+ones. Thresholds are set so that realistic healthy curves (power-law decay with noise, warmup then decay,
+the end of a cosine schedule, noisy small-batch curves, runs of 20 to 5,000 steps) give no finding:
+``tests/test_diagnose.py`` holds both sides.
+
+    python -m train.diagnose RUN_DIR [--json] [--vocab-size N] [--spike-z Z] [--floor NATS]
+
+Exit status: 0 with or without findings (a finding is not an error), 2 when there is nothing to read.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from train.record.load import RecordError, finite, load_metrics, num, read_run, split_rows
+
+SEVERITIES = ("info", "warning", "critical")
+MAD_TO_SIGMA = 1.4826          # MAD x this = standard deviation for Gaussian noise
+
+
+@dataclass
+class DiagnoseConfig:
+    """Detector thresholds. Relative thresholds are shares of the loss level at that point."""
+    # spike: the points before a point give the baseline (median) and the noise (MAD).
+    spike_z: float = 6.0               # robust z above which a point is a spike: Gaussian noise passes 6
+                                       # about once in 10^9 points, heavy-tailed batch noise rarely
+    spike_window: int = 100            # points before the judged one that set the noise (MAD of 2nd differences)
+    spike_baseline: int = 7            # points just before whose median is the baseline (tracks the trend)
+    spike_min_history: int = 20        # fewer points before it: not judged (too few to know the noise)
+    spike_min_rel: float = 0.05        # and at least 5% above the median: on a very smooth curve the MAD
+                                       # is tiny and a harmless 1% wobble would score a large z
+    spike_critical_rel: float = 0.5    # critical: a jump of 50% or more, or no recovery in the next points;
+    spike_info_rel: float = 0.15       # info: one point under 15% that recovers at once (heavy-tailed
+                                       # batch noise does that now and then); else warning
+    # divergence: a non-finite loss, or the smoothed loss sustained above its running minimum.
+    divergence_rise: float = 0.10      # 10% above the lowest smoothed loss so far ...
+    divergence_noise_k: float = 5.0    # ... and 5 noise sigmas of the smoothed curve (noisy small batches)
+    divergence_min_frac: float = 0.05  # sustained for 5% of the run's points ...
+    divergence_min_points: int = 5     # ... and at least this many (a spike that recovers is not one)
+    # plateau / stalled: a stretch of at least flat_min_frac of the run that does not improve.
+    flat_min_frac: float = 0.30        # a third of a run not improving is long; healthy power-law curves
+                                       # still lose several % over their last third
+    flat_min_points: int = 8
+    flat_tol: float = 0.01             # flat: |change| + flat_se_margin standard errors below 1% of the
+    flat_se_margin: float = 1.0        # level (a noisy curve has to prove it is flat), and the
+    flat_range: float = 0.03           # smoothed loss within 3% of the level across the stretch
+    plateau_early_drop: float = 0.20   # plateau: the loss had already fallen 20% from its start ...
+    plateau_max_start: float = 0.50    # ... and the flat stretch starts in the first half of the run
+    expected_floor: float | None = None  # nats; flat within floor_gap of it = converged, not a finding
+    floor_gap: float = 0.3
+    # overfitting: validation rises from its minimum while training falls.
+    overfit_min_rise: float = 0.02     # validation 2% above its minimum at the end ...
+    overfit_noise_k: float = 3.0       # ... and 3 sigmas of its point-to-point noise
+    overfit_min_points: int = 3        # validation points after the minimum
+    overfit_rising_share: float = 0.6  # share of rising steps among the validations after the minimum
+    overfit_train_drop: float = 0.01   # training loss 1% lower at the end than at the validation minimum
+    # val_noisy: validation noise (beyond the training trend) against training noise.
+    val_noisy_ratio: float = 3.0       # validation sigma 3x the per-step training sigma ...
+    val_noisy_min_rel: float = 0.01    # ... and 1% of the validation level (else a smooth curve's crumbs)
+    val_min_points: int = 6            # validations needed to judge val_noisy and overfitting
+    # low_initial_loss: an untrained model scores about ln(vocab) (more with a wide initialisation).
+    low_initial_gap_rel: float = 0.25  # the first losses 25% of ln(vocab) below it ...
+    low_initial_gap_min: float = 1.0   # ... and at least 1 nat below it
+    low_initial_max_first_step: int = 10  # a record starting later has no initial loss to judge
+
+
+@dataclass
+class Finding:
+    kind: str
+    step: int
+    end_step: int
+    severity: str
+    message: str
+    evidence: dict = field(default_factory=dict)
+    advice: str = ""
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "step": self.step, "end_step": self.end_step, "severity": self.severity,
+                "message": self.message, "evidence": {k: _json_num(v) for k, v in self.evidence.items()},
+                "advice": self.advice}
+
+
+ADVICE = {
+    "spike": "Likely a bad batch, a gradient blow-up or a learning-rate jump: look at the batch of that step "
+             "(data_order locates it), the grad norm and the lr; if the loss does not come back, roll back to "
+             "the checkpoint before the spike and skip or fix that data.",
+    "divergence": "Lower the learning rate (or lengthen warmup, tighten grad clipping) and restore the last "
+                  "checkpoint before the rise; a non-finite loss also calls for bf16/z-loss checks.",
+    "plateau": "Learning rate likely too high (try it lower, or a longer warmup) or too little diversity in the "
+               "data (check the mixture, duplication and repetition epochs).",
+    "stalled": "Neither loss is improving: check the learning rate (too low, or decayed already), noise in the "
+               "data, and whether the model has the capacity for more.",
+    "overfitting": "Validation rises while training falls: more (or less repeated) data, more regularization "
+                   "(weight decay, dropout), or stop earlier / keep the checkpoint at the validation minimum.",
+    "val_noisy": "Validation is much noisier than training: the validation set is likely too small or "
+                 "unbalanced across sources; raise eval.samples_per_source or check the per-source losses.",
+    "low_initial_loss": "An untrained model should score about ln(vocabulary size): check for train/validation "
+                        "leakage or heavy duplication (overlap between held-out and training documents), or "
+                        "a wrong vocabulary size.",
+}
+
+
+def _json_num(v):
+    if isinstance(v, (float, np.floating)):
+        v = float(v)
+        return v if math.isfinite(v) else str(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+def _robust_sigma(x: np.ndarray) -> float:
+    """Standard deviation of Gaussian noise from the median absolute deviation (0 for < 2 points)."""
+    if len(x) < 2:
+        return 0.0
+    return float(MAD_TO_SIGMA * np.median(np.abs(x - np.median(x))))
+
+
+def _point_noise(y: np.ndarray) -> float:
+    """Point-to-point noise sigma of a curve: robust sigma of second differences / sqrt 6 (a linear trend
+    cancels, so a falling loss does not count as noise)."""
+    if len(y) < 4:
+        return 0.0
+    return _robust_sigma(np.diff(y, 2)) / math.sqrt(6)
+
+
+def smooth_window(n: int) -> int:
+    """Odd window of the centered rolling median: 1/25 of the points, between 3 and 51."""
+    k = max(3, min(51, n // 25))
+    return k if k % 2 else k + 1
+
+
+def rolling_median(y: np.ndarray, k: int) -> np.ndarray:
+    """Centered rolling median with the window shrinking at the edges."""
+    n, h = len(y), k // 2
+    if n == 0 or k <= 1:
+        return y.copy()
+    pad = np.concatenate([np.full(h, np.nan), y, np.full(h, np.nan)])
+    win = np.lib.stride_tricks.sliding_window_view(pad, k)
+    return np.nanmedian(win, axis=1)
+
+
+def _runs(mask: np.ndarray, max_gap: int = 0) -> list[tuple[int, int]]:
+    """(first, last) index of the runs of True, merging runs separated by at most max_gap False."""
+    idx = np.flatnonzero(mask)
+    if not len(idx):
+        return []
+    out = [[int(idx[0]), int(idx[0])]]
+    for i in idx[1:]:
+        if i - out[-1][1] - 1 <= max_gap:
+            out[-1][1] = int(i)
+        else:
+            out.append([int(i), int(i)])
+    return [(a, b) for a, b in out]
+
+
+def _window_fits(y: np.ndarray, L: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For every window y[i:i+L]: (change over the window from a line fit, its standard error, mean)."""
+    n = len(y)
+    t = np.arange(n, dtype=float)
+    c = lambda a: np.concatenate([[0.0], np.cumsum(a)])            # noqa: E731
+    S_y, S_yy, S_ty = c(y), c(y * y), c(t * y)
+    i = np.arange(n - L + 1)
+    sy = S_y[i + L] - S_y[i]
+    syy = S_yy[i + L] - S_yy[i]
+    sty = S_ty[i + L] - S_ty[i]
+    tl = np.arange(L, dtype=float)                                # t relative to the window start
+    st, stt = tl.sum(), (tl * tl).sum()
+    sty_rel = sty - i * sy                                       # sum (t - i) y
+    ct = stt - st * st / L
+    cty = sty_rel - st * sy / L
+    cyy = syy - sy * sy / L
+    slope = cty / ct
+    ssres = np.maximum(cyy - slope * cty, 0.0)
+    se = np.sqrt(ssres / max(L - 2, 1) / ct)
+    return slope * (L - 1), se * (L - 1), sy / L
+
+
+@dataclass
+class _Curves:
+    steps: np.ndarray          # train steps with a finite loss
+    loss: np.ndarray
+    vsteps: np.ndarray         # val steps with a finite val_loss
+    vloss: np.ndarray
+    train: list[dict]
+    val: list[dict]
+
+
+def _prepare(rows: list[dict]) -> _Curves:
+    # The last row per (kind, step) wins, sorted by step: load_metrics does it for a file; rows handed
+    # in directly (the trainer's own list) get the same treatment here.
+    by_key: dict[tuple[str, int], dict] = {}
+    for r in rows:
+        if not isinstance(r, dict):
+            continue
+        s = num(r.get("step"))
+        if s is None or not math.isfinite(s):
+            continue
+        r = dict(r, step=int(s))
+        kind = r.get("kind") if isinstance(r.get("kind"), str) else "train"
+        by_key[(kind, r["step"])] = r
+    clean = sorted(by_key.values(), key=lambda r: r["step"])
+    train, val = split_rows(clean)
+    st = [(r["step"], finite(r.get("loss"))) for r in train]
+    st = [(s, v) for s, v in st if v is not None]
+    vs = [(r["step"], finite(r.get("val_loss"))) for r in val]
+    vs = [(s, v) for s, v in vs if v is not None]
+    return _Curves(np.array([s for s, _ in st], dtype=int), np.array([v for _, v in st], dtype=float),
+                   np.array([s for s, _ in vs], dtype=int), np.array([v for _, v in vs], dtype=float),
+                   train, val)
+
+
+# --------------------------------------------------------------------------------------------- detectors
+
+def detect_nonfinite(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    out = []
+    for name, rows, key in (("loss", c.train, "loss"), ("val_loss", c.val, "val_loss")):
+        bad = [r["step"] for r in rows if (v := num(r.get(key))) is not None and not math.isfinite(v)]
+        if not bad:
+            continue
+        before = [finite(r.get(key)) for r in rows if r["step"] < bad[0]]
+        before = [v for v in before if v is not None]
+        ev = {"first_nonfinite_step": bad[0], "nonfinite_rows": len(bad), "rows": len(rows)}
+        if before:
+            ev["last_finite_" + name] = before[-1]
+        out.append(Finding("divergence", bad[0], rows[-1]["step"], "critical",
+                           f"{name} is not finite from step {bad[0]} ({len(bad)} of {len(rows)} rows)",
+                           ev, ADVICE["divergence"]))
+    return out
+
+
+def _trailing(y: np.ndarray, w: int) -> np.ndarray:
+    """Row i: the up-to-w values before index i (NaN-padded), shape (len(y), w)."""
+    pad = np.concatenate([np.full(w, np.nan), y])
+    return np.lib.stride_tricks.sliding_window_view(pad, w)[:len(y)]
+
+
+def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    y, steps, n = c.loss, c.steps, len(c.loss)
+    h = cfg.spike_min_history
+    if n <= h:
+        return []
+    w = cfg.spike_window
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)          # all-NaN rows: the padded first points
+        # Baseline: the median of the few points just before (follows the trend, ignores a lone spike).
+        med = np.nanmedian(_trailing(y, cfg.spike_baseline), axis=1)
+        # Noise: second differences over the window before (a linear trend cancels): sigma = MAD / sqrt 6.
+        d2 = np.concatenate([[np.nan, np.nan], y[2:] - 2 * y[1:-1] + y[:-2]])   # d2[i] ends at point i
+        win = _trailing(d2, max(3, w - 2))
+        mad = np.nanmedian(np.abs(win - np.nanmedian(win, axis=1, keepdims=True)), axis=1)
+    sigma = MAD_TO_SIGMA * mad / math.sqrt(6)
+    scale = np.maximum(np.nan_to_num(sigma), np.maximum(1e-3 * np.abs(med), 1e-12))
+    z = (y - med) / scale
+    z[:h] = 0.0
+    rel = np.where(med > 0, y / np.where(med > 0, med, 1.0) - 1.0, 0.0)
+    flagged = (z > cfg.spike_z) & (rel > cfg.spike_min_rel)
+    lr_by_step = {r["step"]: finite(r.get("lr")) for r in c.train}
+    gn_by_step = {r["step"]: finite(r.get("grad_norm")) for r in c.train}
+    out = []
+    for a, b in _runs(flagged, max_gap=2):
+        peak = a + int(np.argmax(np.where(flagged[a:b + 1], z[a:b + 1], -np.inf)))
+        ev = {"loss": y[peak], "rolling_median": med[peak], "mad": mad[peak], "noise_sigma": sigma[peak],
+              "z": z[peak], "jump_rel": rel[peak], "points": int(flagged[a:b + 1].sum())}
+        s0 = int(steps[a])
+        for key, by in (("lr", lr_by_step), ("grad_norm", gn_by_step)):
+            if by.get(s0) is not None:
+                ev[key] = by[s0]
+                prev = [by.get(int(s)) for s in steps[max(0, a - w):a]]
+                prev = [v for v in prev if v is not None]
+                if prev:
+                    ev[key + "_median_before"] = float(np.median(prev))
+        after = y[b + 1:b + 1 + cfg.spike_baseline]
+        recovered = len(after) > 0 and float(np.median(after)) <= med[a] * (1 + cfg.spike_min_rel)
+        ev["recovered"] = int(recovered)
+        if rel[peak] >= cfg.spike_critical_rel or not recovered:
+            sev = "critical"
+        elif rel[peak] < cfg.spike_info_rel and b == a:
+            sev = "info"
+        else:
+            sev = "warning"
+        out.append(Finding("spike", s0, int(steps[b]), sev,
+                           f"loss {y[peak]:.4g} at step {int(steps[peak])} is {z[peak]:.1f} noise sigmas "
+                           f"({rel[peak]:+.0%}) above the median {med[peak]:.4g} of the points just before",
+                           ev, ADVICE["spike"]))
+    return out
+
+
+def detect_divergence(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    y, steps, n = c.loss, c.steps, len(c.loss)
+    min_len = max(cfg.divergence_min_points, math.ceil(cfg.divergence_min_frac * n))
+    if n < min_len + 3:
+        return []
+    k = smooth_window(n)
+    s = rolling_median(y, k)
+    sigma_s = 1.2533 * _point_noise(y) / math.sqrt(k)       # sigma of a median of k noisy points
+    m = np.minimum.accumulate(s)
+    thresh = np.maximum(cfg.divergence_rise * np.abs(m), cfg.divergence_noise_k * sigma_s)
+    elevated = (s - m) > thresh
+    out = []
+    for a, b in _runs(elevated, max_gap=min_len):
+        if b - a + 1 < min_len:
+            continue
+        onset = int(np.flatnonzero(s[:a + 1] == m[a])[-1])    # where the running minimum was reached
+        peak = a + int(np.argmax(s[a:b + 1]))
+        ev = {"min_loss": m[a], "min_step": int(steps[onset]), "peak_smoothed_loss": s[peak],
+              "peak_step": int(steps[peak]), "rise_rel": s[peak] / m[a] - 1.0 if m[a] > 0 else float("nan"),
+              "elevated_points": b - a + 1, "smoothing_window": k, "noise_sigma": sigma_s * math.sqrt(k) / 1.2533,
+              "end_loss": s[-1]}
+        recovered = b < n - 1
+        out.append(Finding("divergence", int(steps[onset]), int(steps[b]), "critical" if not recovered else "warning",
+                           f"loss rose from {m[a]:.4g} (step {int(steps[onset])}) to {s[peak]:.4g} "
+                           f"({ev['rise_rel']:+.0%}) and stayed up for {b - a + 1} points"
+                           + ("" if recovered else ", to the end of the record"), ev, ADVICE["divergence"]))
+    return out
+
+
+def _flat_stretches(y: np.ndarray, cfg: DiagnoseConfig) -> list[tuple[int, int, float]]:
+    """(first, last, level) of stretches of at least flat_min_frac of the points that do not improve."""
+    n = len(y)
+    L = max(cfg.flat_min_points, math.ceil(cfg.flat_min_frac * n))
+    if n < L or L < 4:
+        return []
+    change, se, mean = _window_fits(y, L)
+    s = rolling_median(y, smooth_window(n))
+    win = np.lib.stride_tricks.sliding_window_view(s, L)
+    spread = win.max(axis=1) - win.min(axis=1)
+    level = np.abs(mean)
+    flat = (np.abs(change) + cfg.flat_se_margin * se < cfg.flat_tol * level) & (spread < cfg.flat_range * level)
+    spans: list[list[int]] = []
+    for a, b in _runs(flat):                 # windows flat from a..b cover a .. b+L-1; merge overlaps
+        if spans and a <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], b + L - 1)
+        else:
+            spans.append([a, b + L - 1])
+    out = []
+    for a, last in spans:
+        a = _knee(y, s, a, last, L, cfg.flat_tol / 2)
+        out.append((a, last, float(np.median(y[a:last + 1]))))
+    return out
+
+
+def _knee(y: np.ndarray, s: np.ndarray, a: int, last: int, L: int, band_rel: float) -> int:
+    """Where the flat stretch really starts. The first flat window can begin on the tail of the decline
+    before it (or, with noise, a little after the start): take the first point within +-L/2 of it where the
+    smoothed loss is within band_rel of the stretch's level."""
+    level = float(np.median(y[a:last + 1]))
+    lo, hi = max(0, a - L // 2), min(last, a + L // 2)
+    inside = np.flatnonzero(np.abs(s[lo:hi + 1] - level) <= band_rel * abs(level))
+    return lo + int(inside[0]) if len(inside) else a
+
+
+def detect_flat(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    """plateau (after a fast early drop, early in the run) or stalled (any other flat stretch)."""
+    y, steps, n = c.loss, c.steps, len(c.loss)
+    out = []
+    initial = float(np.median(y[:3])) if n else float("nan")
+    for a, b, level in _flat_stretches(y, cfg):
+        if cfg.expected_floor is not None and level - cfg.expected_floor < cfg.floor_gap:
+            continue                                          # flat at the floor: converged
+        drop = (initial - level) / initial if initial > 0 else 0.0
+        ev = {"level": level, "initial_loss": initial, "drop_before_rel": drop,
+              "first_loss": float(np.median(y[a:a + 3])), "last_loss": float(np.median(y[max(a, b - 2):b + 1])),
+              "points": b - a + 1, "share_of_run": (b - a + 1) / n}
+        change = ev["last_loss"] - ev["first_loss"]
+        if cfg.expected_floor is not None:
+            ev["expected_floor"] = cfg.expected_floor
+        if drop >= cfg.plateau_early_drop and a <= cfg.plateau_max_start * n:
+            out.append(Finding("plateau", int(steps[a]), int(steps[b]), "warning",
+                               f"after falling {drop:.0%} from {initial:.4g}, the loss stays flat at about "
+                               f"{level:.4g} for {b - a + 1} points ({ev['share_of_run']:.0%} of the run)",
+                               ev, ADVICE["plateau"]))
+            continue
+        # stalled: validation must not be improving over the stretch either, where there is validation.
+        vin = (c.vsteps >= steps[a]) & (c.vsteps <= steps[b])
+        if vin.sum() >= 3:
+            v = c.vloss[vin]
+            vchange = float(np.median(v[-2:]) - np.median(v[:2]))
+            ev["val_change"] = vchange
+            if vchange < -max(cfg.flat_tol * abs(float(np.median(v))), 3 * _point_noise(v)):
+                continue
+        out.append(Finding("stalled", int(steps[a]), int(steps[b]), "warning",
+                           f"the loss stays at about {level:.4g} (change {change:+.3g}) for {b - a + 1} points "
+                           f"({ev['share_of_run']:.0%} of the run)"
+                           + (" and validation does not improve either" if "val_change" in ev else ""),
+                           ev, ADVICE["stalled"]))
+    return out
+
+
+def _train_trend_at(c: _Curves, at_steps: np.ndarray, half: int) -> np.ndarray:
+    """Training loss around each given step: median of the training points within +-half steps."""
+    out = np.full(len(at_steps), np.nan)
+    for j, s in enumerate(at_steps):
+        lo, hi = np.searchsorted(c.steps, s - half), np.searchsorted(c.steps, s + half, side="right")
+        if hi > lo:
+            out[j] = np.median(c.loss[lo:hi])
+    return out
+
+
+def _val_half_window(c: _Curves) -> int:
+    if len(c.vsteps) < 2:
+        return 2
+    return max(2, min(25, int(np.median(np.diff(c.vsteps))) // 2))
+
+
+def detect_overfitting(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    v, vs = c.vloss, c.vsteps
+    if len(v) < cfg.val_min_points or len(c.loss) < 4:
+        return []
+    sm = rolling_median(v, 3) if len(v) >= 7 else v
+    i = int(np.argmin(sm))
+    if len(v) - 1 - i < cfg.overfit_min_points:
+        return []
+    low = float(sm[i])
+    tail = float(np.median(v[-3:]))
+    rise = tail - low
+    half = _val_half_window(c)
+    gap = v - _train_trend_at(c, vs, half)                # smooth in healthy and in overfitting runs
+    gap = gap[np.isfinite(gap)]
+    noise = _robust_sigma(np.diff(gap)) / math.sqrt(2) if len(gap) >= 4 else _point_noise(v)
+    rising = float(np.mean(np.diff(v[i:]) > 0))
+    tr = _train_trend_at(c, np.array([vs[i], vs[-1]]), half)
+    if not np.all(np.isfinite(tr)):
+        return []
+    train_drop = (tr[0] - tr[1]) / abs(tr[0]) if tr[0] else 0.0
+    if (rise >= cfg.overfit_min_rise * abs(low) and rise >= cfg.overfit_noise_k * noise
+            and rising >= cfg.overfit_rising_share and train_drop >= cfg.overfit_train_drop):
+        ev = {"val_min": low, "val_min_step": int(vs[i]), "val_end": tail, "val_rise": rise,
+              "val_rise_rel": rise / abs(low), "val_noise_sigma": noise, "rising_share": rising,
+              "train_at_val_min": float(tr[0]), "train_end": float(tr[1]), "train_drop_rel": train_drop,
+              "gap_end": tail - float(tr[1])}
+        return [Finding("overfitting", int(vs[i]), int(vs[-1]), "warning",
+                        f"validation loss rose {rise / abs(low):.1%} from its minimum {low:.4g} (step {int(vs[i])}) "
+                        f"while training loss fell {train_drop:.1%}", ev, ADVICE["overfitting"])]
+    return []
+
+
+def detect_val_noisy(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    v, vs = c.vloss, c.vsteps
+    if len(v) < cfg.val_min_points or len(c.loss) < 8:
+        return []
+    trend = _train_trend_at(c, vs, _val_half_window(c))
+    ok = np.isfinite(trend)
+    if ok.sum() < cfg.val_min_points:
+        return []
+    v, vs, d = v[ok], vs[ok], v[ok] - trend[ok]              # the generalization gap: smooth when healthy
+    dd = np.diff(d)
+    sigma_v = _robust_sigma(dd) / math.sqrt(2)
+    sigma_t = _point_noise(c.loss)
+    level = float(np.median(v))
+    ref = max(cfg.val_noisy_ratio * sigma_t, cfg.val_noisy_min_rel * abs(level))
+    # Where it starts: the change point of the jumps' variance (two-segment Gaussian likelihood, each
+    # segment at least 2 jumps); jumps clipped at 10 x the threshold so one outlier does not decide it.
+    last_start = len(dd) - (cfg.val_min_points - 1)
+    if last_start < 0:
+        return []
+    sq = np.minimum(dd * dd, (10 * ref) ** 2) + (1e-3 * ref) ** 2
+
+    def ll(x: np.ndarray) -> float:
+        return -0.5 * len(x) * math.log(x.mean()) if len(x) else 0.0
+
+    cands = [0] + list(range(2, last_start + 1))
+    scores = [ll(sq[:j]) + ll(sq[j:]) if j == 0 or sq[j:].mean() > sq[:j].mean() else -math.inf for j in cands]
+    start = cands[int(np.argmax(scores))]
+    if np.mean(np.abs(dd[start:]) > ref) < 0.5:
+        return []
+    sigma_from = _robust_sigma(dd[start:]) / math.sqrt(2)
+    if max(sigma_v, sigma_from) <= ref:
+        return []
+    ev = {"val_sigma": max(sigma_v, sigma_from), "train_step_sigma": sigma_t, "ratio": max(sigma_v, sigma_from) /
+          sigma_t if sigma_t > 0 else float("inf"), "val_level": level, "threshold": ref, "val_points": len(v)}
+    return [Finding("val_noisy", int(vs[start]), int(vs[-1]), "info",
+                    f"validation loss fluctuates by about {ev['val_sigma']:.3g} between evaluations, "
+                    f"against {sigma_t:.3g} step to step for training", ev, ADVICE["val_noisy"])]
+
+
+def detect_low_initial_loss(c: _Curves, cfg: DiagnoseConfig, vocab_size: int | None) -> list[Finding]:
+    if not vocab_size or vocab_size < 2 or not len(c.loss):
+        return []
+    if c.steps[0] > cfg.low_initial_max_first_step:
+        return []
+    initial = float(np.max(c.loss[:3]))      # the highest of the first three: the early drop is fast
+    ln_v = math.log(vocab_size)
+    gap = max(cfg.low_initial_gap_min, cfg.low_initial_gap_rel * ln_v)
+    if initial >= ln_v - gap:
+        return []
+    ev = {"initial_loss": initial, "ln_vocab": ln_v, "vocab_size": vocab_size, "gap": ln_v - initial,
+          "threshold_gap": gap, "first_step": int(c.steps[0])}
+    return [Finding("low_initial_loss", int(c.steps[0]), int(c.steps[min(2, len(c.steps) - 1)]),
+                    "critical" if initial < 0.5 * ln_v else "warning",
+                    f"initial loss {initial:.4g} is {ln_v - initial:.3g} nats below ln({vocab_size}) = {ln_v:.4g}",
+                    ev, ADVICE["low_initial_loss"])]
+
+
+def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> list[Finding]:
+    """Findings about metrics.jsonl rows (any kinds, any order; the last row per step wins), by step."""
+    cfg = cfg or DiagnoseConfig()
+    c = _prepare(rows)
+    findings = detect_nonfinite(c, cfg)
+    findings += detect_spikes(c, cfg)
+    div = detect_divergence(c, cfg)
+    # A spike inside a divergence is part of it (the rise outruns the baseline of the points before).
+    findings = [f for f in findings if not (f.kind == "spike" and any(d.step <= f.step <= d.end_step for d in div))]
+    findings += div
+    findings += detect_flat(c, cfg)
+    findings += detect_overfitting(c, cfg)
+    findings += detect_val_noisy(c, cfg)
+    findings += detect_low_initial_loss(c, cfg, vocab_size)
+    rank = {s: i for i, s in enumerate(SEVERITIES)}
+    return sorted(findings, key=lambda f: (f.step, -rank[f.severity], f.kind))
+
+
+# --------------------------------------------------------------------------------------------------- CLI
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}" if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def format_table(findings: list[Finding]) -> str:
+    if not findings:
+        return "no findings"
+    head = ("severity", "kind", "steps", "what")
+    body = [(f.severity, f.kind, f"{f.step}-{f.end_step}" if f.end_step != f.step else str(f.step), f.message)
+            for f in findings]
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(3)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head[:3], widths)) + "  " + head[3]]
+    for f, r in zip(findings, body):
+        lines.append("  ".join(x.ljust(w) for x, w in zip(r[:3], widths)) + "  " + r[3])
+        pad = " " * (sum(widths) + 6)
+        lines.append(pad + "evidence: " + ", ".join(f"{k}={_fmt(v)}" for k, v in f.evidence.items()))
+        lines.append(pad + "advice: " + f.advice)
+    return "\n".join(lines)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    d = DiagnoseConfig()
+    ap = argparse.ArgumentParser(prog="python -m train.diagnose", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", help="run directory (or its metrics.jsonl); nothing but metrics.jsonl is needed")
+    ap.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    ap.add_argument("--vocab-size", type=int, default=None,
+                    help="vocabulary size for low_initial_loss (default: the run's config.json)")
+    ap.add_argument("--spike-z", type=float, default=d.spike_z, help=f"robust z of a spike (default {d.spike_z})")
+    ap.add_argument("--spike-window", type=int, default=d.spike_window,
+                    help=f"points before a point that set its baseline (default {d.spike_window})")
+    ap.add_argument("--divergence-rise", type=float, default=d.divergence_rise,
+                    help=f"relative rise above the running minimum (default {d.divergence_rise})")
+    ap.add_argument("--flat-frac", type=float, default=d.flat_min_frac,
+                    help=f"share of the run a plateau/stall must last (default {d.flat_min_frac})")
+    ap.add_argument("--flat-tol", type=float, default=d.flat_tol,
+                    help=f"relative change under which a stretch is flat (default {d.flat_tol})")
+    ap.add_argument("--floor", type=float, default=None,
+                    help="expected loss floor in nats: flat stretches within 0.3 of it are not findings")
+    ap.add_argument("--val-noisy-ratio", type=float, default=d.val_noisy_ratio,
+                    help=f"validation/training noise ratio for val_noisy (default {d.val_noisy_ratio})")
+    return ap.parse_args(argv)
+
+
+def config_from_args(a: argparse.Namespace) -> DiagnoseConfig:
+    return DiagnoseConfig(spike_z=a.spike_z, spike_window=a.spike_window, divergence_rise=a.divergence_rise,
+                          flat_min_frac=a.flat_frac, flat_tol=a.flat_tol, expected_floor=a.floor,
+                          val_noisy_ratio=a.val_noisy_ratio)
+
+
+def main(argv=None) -> int:
+    a = parse_args(argv)
+    try:
+        rec = read_run(a.run)
+    except RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    vocab = a.vocab_size or rec.vocab_size
+    findings = diagnose(rec.rows, vocab_size=vocab, cfg=config_from_args(a))
+    if a.json:
+        print(json.dumps([f.to_dict() for f in findings], indent=1))
+        return 0
+    train, val = rec.train_rows, rec.val_rows
+    print(f"{Path(a.run)}: {len(train)} training rows (steps {train[0]['step'] if train else '-'}-"
+          f"{train[-1]['step'] if train else '-'}), {len(val)} validation rows, vocabulary "
+          f"{vocab if vocab else 'unknown (low_initial_loss not checked; pass --vocab-size)'}"
+          + (f"; {rec.skipped_lines} unreadable lines skipped" if rec.skipped_lines else ""))
+    print(format_table(findings))
+    return 0
+
+
+__all__ = ["DiagnoseConfig", "Finding", "diagnose", "load_metrics", "format_table", "main"]
+
+if __name__ == "__main__":
+    sys.exit(main())

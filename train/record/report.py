@@ -1,0 +1,501 @@
+"""A run's report: one self-contained HTML page (charts as base64 PNG data URIs, no external resources).
+
+    python -m train.report RUN_DIR [--compare OTHER_RUN] [--out FILE] [--vocab-size N]
+    make report RUN=runs/<name> [COMPARE=runs/<other>]
+
+The page (``RUN_DIR/report.html`` unless ``--out``): a run summary (from config.json / run.json where they
+exist: model shape and size, tokens, steps, manifest and its hash, code version; it also works with nothing
+but metrics.jsonl), the diagnosis table (train/record/diagnose.py), training and validation loss against
+steps and against tokens, learning rate and gradient norm, throughput (tokens/s, MFU, step time),
+per-source validation loss, and a telemetry section that draws every other numeric field of the training
+rows (``data_*``, ``share_*``, ``ce``, ``z_loss``, ... whatever the trainer adds; fields sharing a prefix
+share a chart). ``--compare`` overlays a second run aligned by tokens. ``loss_curve.png`` is also written
+into the run directory. Charts are drawn with matplotlib's Agg canvas (headless; no pyplot state).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import html
+import io
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from train.record.diagnose import (DiagnoseConfig, Finding, diagnose, rolling_median,
+                                   smooth_window)
+from train.record.load import RecordError, RunRecord, finite, read_run, series
+
+# Fields of a training row that have their own chart (or are bookkeeping); everything else numeric is
+# telemetry.
+KNOWN_TRAIN = {"kind", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "step_s", "time",
+               "samples_consumed"}
+SEVERITY_COLOR = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
+RUN_COLORS = ("#1f77b4", "#d62728")         # this run, the compared run
+VAL_COLOR = "#2ca02c"
+MAX_TELEMETRY_CHARTS = 24
+
+
+# ------------------------------------------------------------------------------------------------ charts
+
+def _figure(rows: int, cols: int, width: float = 11.0, height: float = 3.4):
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, height * rows), dpi=100, layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    return fig, axes
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _smooth(y: np.ndarray) -> np.ndarray:
+    return rolling_median(y, smooth_window(len(y))) if len(y) >= 7 else y
+
+
+def _style(ax, title: str, xlabel: str, ylabel: str = "") -> None:
+    ax.set_title(title, fontsize=10)
+    ax.set_xlabel(xlabel, fontsize=9)
+    if ylabel:
+        ax.set_ylabel(ylabel, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.tick_params(labelsize=8)
+
+
+def _legend(ax) -> None:
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
+def _draw_loss(ax, rec: RunRecord, x: str, color: str, label: str, faint: bool = True) -> None:
+    xs, ys = series(rec.train_rows, "loss", x)
+    if len(xs):
+        if faint and len(xs) >= 7:
+            ax.plot(xs, ys, color=color, alpha=0.25, lw=0.8)
+        ax.plot(xs, _smooth(ys), color=color, lw=1.5, label=f"{label} train")
+    vx, vy = series(rec.val_rows, "val_loss", x)
+    if len(vx):
+        ax.plot(vx, vy, marker="o", color=VAL_COLOR if faint else color, ms=3.5, lw=1.2,
+                alpha=0.9 if faint else 0.6, label=f"{label} val", ls="-" if faint else "--")
+
+
+def loss_figure(rec: RunRecord, findings: list[Finding], other: RunRecord | None = None) -> bytes:
+    """loss_curve.png: training (raw and smoothed) and validation loss against steps and against tokens;
+    findings shaded on the steps panel; a compared run overlaid on the tokens panel."""
+    fig, axes = _figure(1, 2, height=4.0)
+    a_step, a_tok = axes[0]
+    _draw_loss(a_step, rec, "step", RUN_COLORS[0], rec.name)
+    _draw_loss(a_tok, rec, "tokens", RUN_COLORS[0], rec.name)
+    if other is not None:
+        _draw_loss(a_tok, other, "tokens", RUN_COLORS[1], other.name, faint=False)
+    for f in findings:
+        color = SEVERITY_COLOR.get(f.severity, "#777777")
+        if f.end_step > f.step:
+            a_step.axvspan(f.step, f.end_step, color=color, alpha=0.12)
+        a_step.axvline(f.step, color=color, lw=1, ls=":")
+        a_step.annotate(f.kind, (f.step, 1.0), xycoords=("data", "axes fraction"), fontsize=7, color=color,
+                        rotation=90, va="top", ha="right")
+    _style(a_step, "loss against steps", "step", "loss (nats)")
+    _style(a_tok, "loss against tokens" + (" (runs aligned by tokens)" if other is not None else ""), "tokens")
+    _legend(a_step)
+    _legend(a_tok)
+    return _png(fig)
+
+
+def _line_panels(panels: list[tuple[str, list[tuple[RunRecord, str, str]], str, str]], cols: int = 2) -> bytes | None:
+    """One chart per panel: (title, [(record, field, label)], x field, y label). Empty panels are dropped."""
+    drawn = []
+    for title, lines, x, ylabel in panels:
+        data = [(series(r.train_rows, key, x), label) for r, key, label in lines]
+        data = [(xy, label) for xy, label in data if len(xy[0])]
+        if data:
+            drawn.append((title, data, x, ylabel))
+    if not drawn:
+        return None
+    rows = math.ceil(len(drawn) / cols)
+    fig, axes = _figure(rows, cols, height=3.0)
+    for ax in axes.flat[len(drawn):]:
+        ax.set_visible(False)
+    for ax, (title, data, x, ylabel) in zip(axes.flat, drawn):
+        for i, ((xs, ys), label) in enumerate(data):
+            ax.plot(xs, ys, lw=1.1, label=label, color=RUN_COLORS[i] if len(data) <= 2 else None)
+        _style(ax, title, x, ylabel)
+        if len(data) > 1:
+            _legend(ax)
+    return _png(fig)
+
+
+def optimizer_figure(rec: RunRecord) -> bytes | None:
+    return _line_panels([("learning rate", [(rec, "lr", "lr")], "step", "lr"),
+                         ("gradient norm (before clipping)", [(rec, "grad_norm", "grad_norm")], "step", "")])
+
+
+def throughput_figure(rec: RunRecord) -> bytes | None:
+    return _line_panels([("tokens per second", [(rec, "tokens_per_s", "tokens/s")], "step", ""),
+                         ("model FLOPs utilization", [(rec, "mfu", "mfu")], "step", ""),
+                         ("step time", [(rec, "step_s", "step_s")], "step", "seconds")])
+
+
+def val_sources(rec: RunRecord) -> list[str]:
+    keys: dict[str, None] = {}
+    for r in rec.val_rows:
+        for k in r:
+            if k.startswith("val_loss_") and finite(r.get(k)) is not None:
+                keys[k] = None
+    return list(keys)
+
+
+def val_source_figure(rec: RunRecord) -> bytes | None:
+    keys = val_sources(rec)
+    if not keys:
+        return None
+    fig, axes = _figure(1, 1, width=11.0, height=3.6)
+    ax = axes[0][0]
+    for k in keys:
+        xs, ys = series(rec.val_rows, k)
+        ax.plot(xs, ys, "o-", ms=3, lw=1.2, label=k[len("val_loss_"):])
+    xs, ys = series(rec.val_rows, "val_loss")
+    if len(xs):
+        ax.plot(xs, ys, "k--", lw=1.4, label="val_loss (weighted)")
+    _style(ax, "validation loss per source", "step", "loss (nats)")
+    ax.legend(fontsize=8, ncol=min(4, len(keys) + 1))
+    return _png(fig)
+
+
+def _flatten(row: dict) -> dict:
+    """Numeric fields of a row; one level of nested dicts becomes ``outer.inner``."""
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            for k2, v2 in v.items():
+                if num_ok(v2):
+                    out[f"{k}.{k2}"] = float(v2)
+        elif num_ok(v):
+            out[k] = float(v)
+    return out
+
+
+def num_ok(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(float(v))
+
+
+def telemetry_fields(rec: RunRecord) -> dict[str, list[str]]:
+    """Extra numeric fields of the training rows grouped by prefix (``share_web``, ``share_code`` ->
+    ``share``); a prefix with one field is its own group."""
+    fields: dict[str, None] = {}
+    for r in rec.train_rows:
+        for k in _flatten(r):
+            if k not in KNOWN_TRAIN:
+                fields[k] = None
+    prefix = {k: k.replace(".", "_").split("_")[0] for k in fields}
+    counts: dict[str, int] = {}
+    for p in prefix.values():
+        counts[p] = counts.get(p, 0) + 1
+    groups: dict[str, list[str]] = {}
+    for k in fields:
+        g = prefix[k] + "_*" if counts[prefix[k]] > 1 else k
+        groups.setdefault(g, []).append(k)
+    return groups
+
+
+def telemetry_figure(rec: RunRecord) -> tuple[bytes | None, dict[str, list[str]]]:
+    groups = telemetry_fields(rec)
+    if not groups:
+        return None, groups
+    flat = [(r["step"], _flatten(r)) for r in rec.train_rows]
+    names = list(groups)[:MAX_TELEMETRY_CHARTS]
+    cols = 3 if len(names) > 4 else 2
+    rows = math.ceil(len(names) / cols)
+    fig, axes = _figure(rows, cols, height=2.8)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    for ax, g in zip(axes.flat, names):
+        for k in groups[g]:
+            pts = [(s, f[k]) for s, f in flat if k in f]
+            if pts:
+                xs, ys = zip(*pts)
+                ax.plot(xs, ys, lw=1.0, label=k)
+        _style(ax, g, "step")
+        if len(groups[g]) > 1:
+            ax.legend(fontsize=7, ncol=2)
+    return _png(fig), groups
+
+
+def compare_figure(rec: RunRecord, other: RunRecord) -> bytes:
+    """Both runs against tokens: training loss, validation loss, learning rate, gradient norm."""
+    fig, axes = _figure(2, 2, height=3.2)
+    pairs = ((rec, RUN_COLORS[0]), (other, RUN_COLORS[1]))
+    for (r, color) in pairs:
+        xs, ys = series(r.train_rows, "loss", "tokens")
+        if len(xs):
+            axes[0][0].plot(xs, _smooth(ys), color=color, lw=1.3, label=r.name)
+        vx, vy = series(r.val_rows, "val_loss", "tokens")
+        if len(vx):
+            axes[0][1].plot(vx, vy, "o-", color=color, ms=3, lw=1.2, label=r.name)
+        for ax, key in ((axes[1][0], "lr"), (axes[1][1], "grad_norm")):
+            xs, ys = series(r.train_rows, key, "tokens")
+            if len(xs):
+                ax.plot(xs, ys, color=color, lw=1.0, label=r.name)
+    for ax, title in zip(axes.flat, ("training loss (smoothed)", "validation loss", "learning rate",
+                                     "gradient norm")):
+        _style(ax, title, "tokens")
+        _legend(ax)
+    return _png(fig)
+
+
+# ------------------------------------------------------------------------------------------------ summary
+
+def param_count(model: dict) -> int | None:
+    """Parameters of the resolved model shape (config.json "model"), the formula of
+    train.model.ModelConfig.num_params (a test holds the two equal), without importing torch: a Llama block
+    (q, o: d x d; k, v: d x kv_heads*head_dim; SwiGLU 3 d f; two norms), a final norm, and untied input and
+    output embeddings of the padded vocabulary."""
+    try:
+        d, L, f = int(model["d_model"]), int(model["n_layers"]), int(model["ffn_hidden"])
+        h = int(model["n_heads"])
+        kv = int(model.get("n_kv_heads") or h)
+        vocab, mult = int(model["vocab_size"]), int(model.get("vocab_multiple") or 1)
+    except (KeyError, TypeError, ValueError):
+        return None
+    hd = d // h
+    padded = -(-vocab // mult) * mult
+    block = d * (h * hd) * 2 + d * (kv * hd) * 2 + 3 * d * f + 2 * d
+    return L * block + d + 2 * padded * d
+
+
+def _fmt_count(n: float) -> str:
+    for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.2f}{unit}"
+    return f"{n:g}"
+
+
+def _fmt_s(s: float) -> str:
+    h, rem = divmod(int(s), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
+
+
+def summary(rec: RunRecord, findings: list[Finding]) -> list[tuple[str, str]]:
+    """(label, value) pairs, from whatever parts of the record exist."""
+    out: list[tuple[str, str]] = [("run", rec.name), ("directory", str(rec.path))]
+    cfg = rec.config or {}
+    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else None
+    if model:
+        shape = ", ".join(f"{k} {model[k]}" for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "ffn_hidden")
+                          if k in model)
+        out.append(("model", shape))
+        p = param_count(model)
+        if p:
+            out.append(("parameters", _fmt_count(p)))
+    if rec.vocab_size:
+        out.append(("vocabulary", str(rec.vocab_size)))
+    for key, label in (("seq_len", "sequence length"), ("tokens_per_step", "tokens per step"),
+                       ("world_size", "processes")):
+        if key in cfg:
+            out.append((label, str(cfg[key])))
+    c = cfg.get("config") or {}
+    if isinstance(c, dict):
+        o, s, t = c.get("optimizer") or {}, c.get("schedule") or {}, c.get("train") or {}
+        if o or s:
+            out.append(("optimizer", f"lr {o.get('lr')}, min_lr {o.get('min_lr')}, schedule {s.get('kind')} "
+                                     f"(warmup {s.get('warmup_steps')}), weight decay {o.get('weight_decay')}"))
+        if t:
+            out.append(("planned steps", f"{t.get('steps')} (global batch {t.get('global_batch_size')}, "
+                                         f"{t.get('precision')})"))
+    train, val = rec.train_rows, rec.val_rows
+    if train:
+        out.append(("steps logged", f"{len(train)} (steps {train[0]['step']} to {train[-1]['step']})"))
+        tok = finite(train[-1].get("tokens"))
+        if tok is not None:
+            out.append(("tokens", _fmt_count(tok)))
+        xs, ys = series(train, "loss")
+        if len(ys):
+            out.append(("final training loss", f"{float(np.median(ys[-max(1, len(ys) // 50):])):.4f} "
+                                                f"(median of the last {max(1, len(ys) // 50)} steps)"))
+        tps = [v for r in train if (v := finite(r.get("tokens_per_s"))) is not None]
+        if tps:
+            out.append(("tokens/s (median)", f"{np.median(tps):,.0f}"))
+        mfu = [v for r in train if (v := finite(r.get("mfu"))) is not None]
+        if mfu:
+            out.append(("MFU (median)", f"{np.median(mfu):.1%}"))
+        secs = [v for r in train if (v := finite(r.get("step_s"))) is not None]
+        if secs:
+            out.append(("time in steps", _fmt_s(sum(secs))))
+    vx, vy = series(val, "val_loss")
+    if len(vy):
+        i = int(np.argmin(vy))
+        out.append(("validation loss", f"{vy[-1]:.4f} at step {int(vx[-1])} (best {vy[i]:.4f} at step {int(vx[i])}; "
+                                       f"{len(vy)} evaluations)"))
+    run = rec.run or {}
+    man = run.get("manifest") if isinstance(run.get("manifest"), dict) else None
+    if man:
+        out.append(("manifest", f"{man.get('name') or ''} {man.get('path') or ''}".strip()))
+        if man.get("content_hash"):
+            out.append(("manifest content_hash", str(man["content_hash"])))
+    inv = run.get("invocations") if isinstance(run.get("invocations"), list) else []
+    if inv and isinstance(inv[-1], dict):
+        code = inv[-1].get("code") or {}
+        if code.get("git_commit"):
+            out.append(("code", f"{code['git_commit']}" + (" (train/ modified)" if code.get("git_dirty") else "")))
+        out.append(("invocations", str(len(inv))))
+    if rec.skipped_lines:
+        out.append(("unreadable lines skipped", str(rec.skipped_lines)))
+    counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
+    out.append(("diagnosis", ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ HTML
+
+CSS = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 24px auto; max-width: 1160px;
+       color: #222; line-height: 1.4; }
+h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 17px; margin-top: 28px; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 13px; }
+td, th { border: 1px solid #ddd; padding: 4px 8px; vertical-align: top; text-align: left; }
+th { background: #f4f4f4; }
+table.summary td:first-child { color: #555; white-space: nowrap; }
+.sev-critical { color: #c62828; font-weight: bold; } .sev-warning { color: #ef6c00; font-weight: bold; }
+.sev-info { color: #1565c0; }
+img { max-width: 100%; display: block; margin: 8px 0; }
+.muted { color: #777; } code { font-size: 12px; }
+"""
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _img(png: bytes, alt: str, ident: str) -> str:
+    return (f'<img id="{_e(ident)}" alt="{_e(alt)}" '
+            f'src="data:image/png;base64,{base64.b64encode(png).decode("ascii")}">')
+
+
+def _fmt_ev(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def diagnosis_table(findings: list[Finding]) -> str:
+    if not findings:
+        return '<p id="diagnosis-none">No findings: the curves show none of the patterns the diagnosis looks for.</p>'
+    rows = []
+    for f in findings:
+        ev = "<br>".join(f"{_e(k)} = {_e(_fmt_ev(v))}" for k, v in f.evidence.items())
+        steps = f"{f.step}" if f.end_step == f.step else f"{f.step}&ndash;{f.end_step}"
+        rows.append(f'<tr class="finding"><td class="sev-{_e(f.severity)}">{_e(f.severity)}</td><td>{_e(f.kind)}</td>'
+                    f"<td>{steps}</td><td>{_e(f.message)}</td><td><code>{ev}</code></td><td>{_e(f.advice)}</td></tr>")
+    return ('<table id="diagnosis-table"><tr><th>severity</th><th>kind</th><th>steps</th><th>what</th>'
+            "<th>evidence</th><th>advice</th></tr>" + "".join(rows) + "</table>")
+
+
+def _summary_table(items: list[tuple[str, str]], other: list[tuple[str, str]] | None = None) -> str:
+    if other is None:
+        body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in items)
+        return f'<table class="summary" id="summary">{body}</table>'
+    a, b = dict(items), dict(other)
+    keys = list(dict.fromkeys([k for k, _ in items] + [k for k, _ in other]))
+    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(a.get(k, ''))}</td><td>{_e(b.get(k, ''))}</td></tr>" for k in keys)
+    return ('<table class="summary" id="summary-compare"><tr><th></th><th>this run</th><th>compared</th></tr>'
+            f"{body}</table>")
+
+
+def render_html(rec: RunRecord, findings: list[Finding], charts: dict[str, bytes | None],
+                telemetry: dict[str, list[str]], other: RunRecord | None = None,
+                other_findings: list[Finding] | None = None) -> str:
+    parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(rec.name)}: run report"
+             f"</title><style>{CSS}</style></head><body>",
+             f"<h1>Run report: {_e(rec.name)}</h1>",
+             f'<p class="muted">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S"))} from {_e(rec.path)} by '
+             "<code>python -m train.report</code>"
+             + (f"; compared with {_e(other.path)}" if other is not None else "") + ".</p>",
+             '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings))]
+    parts += ['<h2 id="diagnosis">Diagnosis</h2>',
+              '<p class="muted">Findings of <code>python -m train.diagnose</code> (thresholds in '
+              "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
+              diagnosis_table(findings)]
+
+    def section(key: str, title: str, note: str = "", missing: str = "") -> None:
+        parts.append(f'<h2 id="{_e(key)}-h">{_e(title)}</h2>')
+        if note:
+            parts.append(f'<p class="muted">{_e(note)}</p>')
+        png = charts.get(key)
+        if png:
+            parts.append(_img(png, title, key))
+        else:
+            parts.append(f'<p class="muted" id="{_e(key)}-none">{_e(missing or "Nothing to draw in this record.")}</p>')
+
+    section("loss", "Loss", "Training loss (faint: every step; solid: rolling median) and validation loss, against "
+            "steps and against tokens; shaded: diagnosis findings." + (" The compared run is overlaid on the tokens "
+                                                                       "panel." if other is not None else ""),
+            "No finite training loss in this record.")
+    section("optimizer", "Learning rate and gradient norm", missing="No lr or grad_norm fields in this record.")
+    section("throughput", "Throughput", missing="No tokens_per_s, mfu or step_s fields in this record.")
+    section("val_sources", "Validation loss per source", missing="No per-source validation loss "
+            "(val_loss_<source>) in this record.")
+    section("telemetry", "Telemetry", ("Every other numeric field of the training rows, one chart per prefix: "
+                                       + "; ".join(f"{g}: {', '.join(ks)}" if len(ks) > 1 else g
+                                                   for g, ks in telemetry.items()) + ".") if telemetry else "",
+            "No telemetry fields in this record (the training rows hold only the standard fields).")
+    if other is not None:
+        parts.append('<h2 id="compare">Comparison (aligned by tokens)</h2>')
+        parts.append(_summary_table(summary(rec, findings), summary(other, other_findings or [])))
+        if charts.get("compare"):
+            parts.append(_img(charts["compare"], "comparison against tokens", "compare-img"))
+        parts.append(f"<h3>Diagnosis of {_e(other.name)}</h3>")
+        parts.append(diagnosis_table(other_findings or []).replace('id="diagnosis-table"', 'id="compare-diagnosis"')
+                     .replace('id="diagnosis-none"', 'id="compare-diagnosis-none"'))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def build_report(run: str | Path, compare: str | Path | None = None, out: str | Path | None = None,
+                 vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> Path:
+    """Write the report page (and RUN/loss_curve.png); returns the page's path. Raises RecordError."""
+    rec = read_run(run)
+    other = read_run(compare) if compare else None
+    findings = diagnose(rec.rows, vocab_size=vocab_size or rec.vocab_size, cfg=cfg)
+    other_findings = diagnose(other.rows, vocab_size=vocab_size or other.vocab_size, cfg=cfg) if other else None
+    tele_png, tele_groups = telemetry_figure(rec)
+    charts = {"loss": loss_figure(rec, findings, other), "optimizer": optimizer_figure(rec),
+              "throughput": throughput_figure(rec), "val_sources": val_source_figure(rec), "telemetry": tele_png,
+              "compare": compare_figure(rec, other) if other is not None else None}
+    (rec.path / "loss_curve.png").write_bytes(charts["loss"])
+    page = Path(out) if out else rec.path / "report.html"
+    page.parent.mkdir(parents=True, exist_ok=True)
+    tmp = page.with_name(f".{page.name}.tmp")
+    tmp.write_text(render_html(rec, findings, charts, tele_groups, other, other_findings), encoding="utf-8")
+    tmp.replace(page)
+    return page
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m train.report", description=__doc__.split("\n\n")[0])
+    ap.add_argument("run", help="run directory (nothing but metrics.jsonl is needed)")
+    ap.add_argument("--compare", metavar="OTHER_RUN", default=None, help="overlay another run, aligned by tokens")
+    ap.add_argument("--out", default=None, help="the HTML file to write (default RUN/report.html)")
+    ap.add_argument("--vocab-size", type=int, default=None,
+                    help="vocabulary size for the diagnosis (default: each run's config.json)")
+    ap.add_argument("--spike-z", type=float, default=DiagnoseConfig.spike_z, help="diagnosis: robust z of a spike")
+    ap.add_argument("--floor", type=float, default=None, help="diagnosis: expected loss floor in nats")
+    a = ap.parse_args(argv)
+    try:
+        page = build_report(a.run, a.compare, a.out, a.vocab_size,
+                            DiagnoseConfig(spike_z=a.spike_z, expected_floor=a.floor))
+    except RecordError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    run_dir = Path(a.run) if Path(a.run).is_dir() else Path(a.run).parent
+    print(f"wrote {page} and {run_dir / 'loss_curve.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
