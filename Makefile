@@ -120,6 +120,34 @@ bench: setup $(PY_FILES)
 clean:
 	rm -rf data build spark-warehouse
 
+# Training (train/): a Llama-style model on a mixture manifest with DeepSpeed (README, "Training").
+#   make pretrain CONFIG=train/configs/<cfg>.yaml MANIFEST=<data>/manifests/<name>.json RUN=runs/<name> [STEPS=N]
+# Defaults: the tiny config on the bundled sample's manifest, built first when missing. The process count
+# is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further).
+# Multi-node: HOSTFILE=<deepspeed hostfile> launches with the deepspeed launcher on every host in it.
+SAMPLE_MANIFEST := $(DATA)/manifests/sample.json
+MANIFEST ?= $(SAMPLE_MANIFEST)
+RUN ?= runs/sample
+STEPS ?=
+HOSTFILE ?=
+TRAIN_CONFIG = $(if $(filter file default undefined,$(origin CONFIG)),train/configs/tiny.yaml,$(CONFIG))
+TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS))
+
+.PHONY: pretrain
+pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))
+	$(PY) -m train.config $(TRAIN_CONFIG)
+ifeq ($(HOSTFILE),)
+	$(VENV)/bin/torchrun --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
+	  -m train.pretrain $(TRAIN_ARGS)
+else
+	$(VENV)/bin/deepspeed --hostfile $(HOSTFILE) --no_local_rank --module train.pretrain $(TRAIN_ARGS)
+endif
+
+$(SAMPLE_MANIFEST):
+	test -d $(DATA)/dedup || $(MAKE) clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA)
+	test -d $(DATA)/tokenized || $(MAKE) tokenize CONFIG=examples/sample.yaml DATA=$(DATA)
+	$(MAKE) mix MIX=mixes/sample.yaml DATA=$(DATA)
+
 # Serving (train/serving/): an OpenAI-compatible server for an exported model directory (README, "Serving").
 #   make serve MODEL=<exported model dir> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
 # vLLM's OpenAI server when vllm is installed and a CUDA GPU is present (TP = --tensor-parallel-size),

@@ -1,0 +1,85 @@
+"""Trainer config: every mistake names the key and the fix, before any heavy work."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from train.config import ConfigError, load_config, parse_config
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = REPO / "train" / "configs"
+
+
+@pytest.mark.parametrize("name, world", [("tiny", 1), ("125m", 8), ("350m", 8), ("1b", 8), ("7b", 32)])
+def test_bundled_configs_are_valid(name, world):
+    cfg = load_config(CONFIGS / f"{name}.yaml")
+    assert cfg.world_size == world
+    assert cfg.grad_accum * cfg.train.micro_batch_size * cfg.parallel.dp == cfg.train.global_batch_size
+    if name != "tiny":
+        assert cfg.train.precision == "bf16"
+
+
+@pytest.mark.parametrize("raw, key, fix", [
+    ({"modle": {}}, "modle", "Known sections"),
+    ({"model": {"n_layer": 2}}, "model.n_layer", "Known keys: n_layers"),
+    ({"train": {"steps": "ten"}}, "train.steps", "expected an integer"),
+    ({"train": {"steps": True}}, "train.steps", "expected an integer"),
+    ({"train": {"precision": "fp16"}}, "train.precision", "fp32, bf16"),
+    ({"train": {"zero_stage": 2}}, "train.zero_stage", "ZeRO-2/3 with a pipeline"),
+    ({"parallel": {"tp": 3}}, "parallel.tp", "must divide model.n_heads"),
+    ({"model": {"n_heads": 4, "n_kv_heads": 3}}, "model.n_kv_heads", "must divide model.n_heads"),
+    ({"parallel": {"dp": 3}}, "train.global_batch_size", "use a multiple of 24"),
+    ({"parallel": {"pp": 9}}, "parallel.pp", "at most one stage per transformer layer"),
+    ({"schedule": {"warmup_steps": 100}}, "schedule.warmup_steps", "below train.steps"),
+    ({"optimizer": {"lr": 1e-4, "min_lr": 1e-3}}, "optimizer.min_lr", "above optimizer.lr"),
+    ({"optimizer": {"betas": [0.9]}}, "optimizer.betas", "two numbers"),
+    ({"eval": {"every": 10, "samples_per_source": 12}}, "eval.samples_per_source", "multiple of"),
+])
+def test_mistakes_name_the_key_and_the_fix(raw, key, fix):
+    with pytest.raises(ConfigError) as e:
+        parse_config(raw)
+    assert key in str(e.value) and fix in str(e.value)
+
+
+def test_defaults_overrides_and_yaml_exponents():
+    cfg = parse_config({"optimizer": {"lr": "3e-4"}}, overrides=["parallel.dp=2", "train.global_batch_size=32"])
+    assert cfg.optimizer.lr == 3e-4 and cfg.parallel.dp == 2 and cfg.world_size == 2 and cfg.grad_accum == 2
+    with pytest.raises(ConfigError, match="section.key=value"):
+        parse_config({}, overrides=["dp=2"])
+
+
+def test_world_size_for_make():
+    r = subprocess.run([sys.executable, "-m", "train.config", str(CONFIGS / "7b.yaml"), "--world-size"],
+                       capture_output=True, text=True, cwd=REPO, check=True)
+    assert r.stdout.strip() == "32"
+    r = subprocess.run([sys.executable, "-m", "train.config", str(CONFIGS / "tiny.yaml"), "--set", "train.stepz=1"],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "train.stepz: unknown key" in r.stderr
+
+
+def test_trainer_fails_fast_on_config_and_launch_errors(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("model: {n_heads: 5}\n")
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "train.pretrain", "--config", str(bad), "--manifest", "nope.json",
+                        "--run", str(tmp_path / "run")], capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "model.d_model: 128 is not a multiple of model.n_heads (5)" in r.stderr
+    assert time.monotonic() - t0 < 30 and not (tmp_path / "run").exists()
+    r = subprocess.run([sys.executable, "-m", "train.pretrain", "--config", str(CONFIGS / "tiny.yaml"),
+                        "--manifest", str(tmp_path / "none.json"), "--run", str(tmp_path / "run")],
+                       capture_output=True, text=True, cwd=REPO)
+    assert r.returncode == 2 and "no such manifest" in r.stderr and "make mix" in r.stderr
+
+
+def test_make_pretrain_command_line():
+    """`make pretrain` defaults to the tiny config (not the pipeline's CONFIG default) and passes the rest."""
+    r = subprocess.run(["make", "-n", "pretrain", "MANIFEST=m.json", "RUN=runs/x"], cwd=REPO, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert "-m train.pretrain --config train/configs/tiny.yaml --manifest m.json --run-dir runs/x" in r.stdout
+    assert "--nproc_per_node=$(" in r.stdout and "train.config train/configs/tiny.yaml --world-size" in r.stdout
+    r = subprocess.run(["make", "-n", "pretrain", "CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
+                        "STEPS=7"], cwd=REPO, capture_output=True, text=True)
+    assert "--config train/configs/1b.yaml --manifest m.json --run-dir r --steps 7" in r.stdout

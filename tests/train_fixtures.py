@@ -1,0 +1,130 @@
+"""A small tokenized corpus and mixture manifest for trainer tests, written to the manifest contract.
+
+Real text (the bundled WikiText-2 validation split, quality_models/data/), a real sentencepiece BPE
+tokenizer trained on it, token shards in Parquet (``id``, ``source``, ``tokens`` list<int32> ending with one
+end-of-document id, ``n_tokens``) and ``manifests/<name>.json`` with sha256 of every shard, the tokenizer and
+the canonical content hash. Two sources, ``wiki`` (the first two thirds of the paragraphs) and ``prose`` (the
+rest), two shards each.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+TEXT = REPO / "quality_models" / "data" / "wikitext-2-valid.txt"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def canonical_hash(obj: dict) -> str:
+    body = {k: v for k, v in obj.items() if k != "content_hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def paragraphs(text: str, min_chars: int = 40) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if len(line) >= min_chars and not re.fullmatch(r"=+ .* =+", line):
+            out.append(line)
+    return out
+
+
+def train_tokenizer(out_dir: Path, text_lines: list[str], vocab_size: int = 384, model_type: str = "bpe",
+                    **extra) -> Path:
+    import sentencepiece as spm
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    corpus = out_dir / "corpus.txt"
+    corpus.write_text("\n".join(text_lines) + "\n")
+    prefix = out_dir / "sp"
+    spm.SentencePieceTrainer.train(input=str(corpus), model_prefix=str(prefix), vocab_size=vocab_size,
+                                   model_type=model_type, pad_id=0, unk_id=1, bos_id=2, eos_id=3,
+                                   minloglevel=2, num_threads=1, **extra)
+    corpus.unlink()
+    return prefix.with_suffix(".model")
+
+
+def write_shards(out_dir: Path, source: str, docs: list[list[int]], texts: list[str], n_shards: int) -> list[dict]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    shards = []
+    per = -(-len(docs) // n_shards)
+    for k in range(n_shards):
+        part = docs[k * per:(k + 1) * per]
+        ptexts = texts[k * per:(k + 1) * per]
+        if not part:
+            continue
+        path = out_dir / f"part-{k:05d}.parquet"
+        table = pa.table({
+            "id": pa.array([hashlib.sha256(f"{source}/{t}".encode()).hexdigest()[:24] for t in ptexts]),
+            "source": pa.array([source] * len(part)),
+            "tokens": pa.array(part, type=pa.list_(pa.int32())),
+            "n_tokens": pa.array([len(d) for d in part], type=pa.int32()),
+        })
+        pq.write_table(table, path, compression="zstd")
+        shards.append({"path": str(path), "sha256": _sha256(path), "documents": len(part),
+                       "tokens": sum(len(d) for d in part)})
+    return shards
+
+
+def write_manifest(root: Path, name: str, tokenizer: Path, sources: dict[str, list[dict]],
+                   weights: dict[str, float], total_tokens: int, max_seq_len: int, seed: int = 0) -> Path:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(tokenizer))
+    man_dir = root / "manifests"
+    man_dir.mkdir(parents=True, exist_ok=True)
+    rel = lambda p: str(Path(p).resolve().relative_to(root.resolve()).as_posix())
+    wsum = sum(weights.values())
+    srcs = {}
+    for sname, shards in sources.items():
+        avail = sum(s["tokens"] for s in shards)
+        w = weights[sname] / wsum
+        target = int(total_tokens * w)
+        srcs[sname] = {
+            "weight": w, "requested_weight": weights[sname], "available_tokens": avail,
+            "available_documents": sum(s["documents"] for s in shards), "target_tokens": target,
+            "epochs": target / avail, "capped": False,
+            "shards": [{"path": "../" + rel(s["path"]), "sha256": s["sha256"], "documents": s["documents"],
+                        "tokens": s["tokens"]} for s in shards],
+        }
+    tok_sha = _sha256(tokenizer)
+    manifest = {
+        "name": name, "seed": seed, "max_seq_len": max_seq_len, "total_tokens": total_tokens, "max_epochs": 4.0,
+        "tokenizer_sha256": tok_sha,
+        "tokenizer": {"path": "../" + rel(tokenizer), "sha256": tok_sha, "vocab_size": sp.vocab_size(),
+                      "eos_id": sp.eos_id(), "bos_id": sp.bos_id(), "pad_id": sp.pad_id(), "unk_id": sp.unk_id()},
+        "warnings": [], "sources": srcs,
+    }
+    manifest["content_hash"] = canonical_hash(manifest)
+    path = man_dir / f"{name}.json"
+    path.write_text(json.dumps(manifest, indent=1))
+    return path
+
+
+def make_dataset(root: Path, *, total_tokens: int = 60_000, max_seq_len: int = 32,
+                 weights: dict[str, float] | None = None, seed: int = 0, vocab_size: int = 384,
+                 max_paragraphs: int = 1200) -> Path:
+    """Tokenizer, shards and manifest under ``root``; returns the manifest path."""
+    import sentencepiece as spm
+
+    root = Path(root)
+    paras = paragraphs(TEXT.read_text(encoding="utf-8"))[:max_paragraphs]
+    tok = train_tokenizer(root / "tokenizer", paras, vocab_size=vocab_size)
+    sp = spm.SentencePieceProcessor(model_file=str(tok))
+    cut = len(paras) * 2 // 3
+    groups = {"wiki": paras[:cut], "prose": paras[cut:]}
+    sources = {}
+    for sname, texts in groups.items():
+        docs = [ids + [sp.eos_id()] for ids in sp.encode(texts)]
+        sources[sname] = write_shards(root / "tokenized" / sname, sname, docs, texts, n_shards=2)
+    return write_manifest(root, "mix", tok, sources, weights or {"wiki": 0.7, "prose": 0.3},
+                          total_tokens, max_seq_len, seed)

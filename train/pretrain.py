@@ -1,0 +1,327 @@
+"""Pretrain a Llama-style model on a mixture manifest with DeepSpeed (data x tensor x pipeline parallel).
+
+    python -m train.pretrain --config C.yaml --manifest M.json --run runs/x [--steps S] [--set section.key=value]
+    torchrun --standalone --nproc_per_node=N -m train.pretrain --config ... --manifest ... --run-dir runs/x ...
+
+N must be parallel.tp * pp * dp of the config (``make pretrain`` computes it). ``--steps S`` stops after
+optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` as its horizon (or S when
+larger), so a run stopped at k and continued to n trains the same as one run to n. Running again with the
+same ``--run`` resumes from the newest complete checkpoint: model, optimizer, and the data cursor (step x
+global batch samples consumed). A plain ``python -m train.pretrain`` runs one process.
+
+The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
+node's local rank 0) -> run record and data order (rank 0) -> model as a PipelineModule, DeepSpeed engine
+with ZeRO-1 -> resume -> train / validate / checkpoint -> final checkpoint, barrier, exit.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+from train.config import ConfigError, ffn_hidden, load_config
+from train.data.manifest import ManifestError, read_manifest
+from train.model import ModelConfig
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", required=True)
+    ap.add_argument("--manifest", required=True)
+    # --run-dir is the same option: under torchrun, `--run` is taken as an abbreviation of its --run-path.
+    ap.add_argument("--run", "--run-dir", dest="run", required=True,
+                    help="run directory (created, or resumed when it exists)")
+    ap.add_argument("--steps", type=int, default=None, help="stop after this optimizer step")
+    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                    help="override a config key (YAML value), e.g. --set parallel.dp=2")
+    ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # launchers; env wins
+    return ap.parse_args(argv)
+
+
+def resolve(cfg, manifest, steps: int | None) -> dict:
+    """Everything derived before heavy work: model shape, sequence length, batch layout, steps."""
+    seq_len = cfg.data.seq_len or manifest.max_seq_len
+    vocab = cfg.model.vocab_size or manifest.vocab_size
+    if vocab < manifest.vocab_size:
+        raise ConfigError(f"model.vocab_size: {vocab} is below the tokenizer's {manifest.vocab_size}; "
+                          "leave it null to take the manifest's")
+    m = cfg.model
+    mcfg = ModelConfig(vocab_size=vocab, n_layers=m.n_layers, d_model=m.d_model, n_heads=m.n_heads,
+                       n_kv_heads=m.n_kv_heads or m.n_heads, ffn_hidden=ffn_hidden(m), max_seq_len=seq_len,
+                       rope_theta=m.rope_theta, norm_eps=m.norm_eps, init_std=m.init_std,
+                       vocab_multiple=m.vocab_multiple, seed=cfg.train.seed)
+    if mcfg.padded_vocab % cfg.parallel.tp:
+        raise ConfigError(f"model.vocab_multiple: {m.vocab_multiple} gives {mcfg.padded_vocab} embedding rows, "
+                          f"not divisible by parallel.tp ({cfg.parallel.tp}); use a multiple of tp")
+    if steps is not None and steps < 1:
+        raise ConfigError(f"--steps: must be >= 1, got {steps}")
+    stop = steps or cfg.train.steps
+    horizon = max(cfg.train.steps, stop)
+    return {"config": cfg.to_dict(), "model": dataclasses.asdict(mcfg), "seq_len": seq_len, "vocab_size": vocab,
+            "padded_vocab": mcfg.padded_vocab, "world_size": cfg.world_size, "grad_accum": cfg.grad_accum,
+            "tokens_per_step": cfg.train.global_batch_size * seq_len, "manifest_max_seq_len": manifest.max_seq_len,
+            "_stop": stop, "_horizon": horizon, "_mcfg": mcfg}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def init_distributed():
+    """DeepSpeed's process group (gloo on CPU, NCCL on GPUs), without the CPU shared-memory op build."""
+    if "RANK" not in os.environ:           # a plain `python -m train.pretrain`: one process
+        os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
+                          MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()))
+    import importlib
+
+    import deepspeed
+    from deepspeed.accelerator import get_accelerator
+    from deepspeed.utils import logger as ds_logger
+
+    ds_logger.setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message=".*all_gather_into_tensor.*is deprecated", category=FutureWarning)
+    acc = get_accelerator()
+    if acc.device_name() == "cpu":
+        # The shared-memory collective op takes ~60 s to JIT-compile and training does not use it.
+        # (`import deepspeed.comm.torch as m` would bind the torch package: deepspeed.comm re-exports it.)
+        importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
+    else:
+        acc.set_device(int(os.environ["LOCAL_RANK"]))
+    deepspeed.init_distributed(timeout=timedelta(minutes=int(os.environ.get("GLASSBOX_DIST_TIMEOUT_MIN", 120))),
+                               verbose=False)
+
+
+def _agree(err: str | None) -> str | None:
+    """Every rank learns the first error any rank hit (so no rank waits at a barrier forever)."""
+    import torch.distributed as dist
+
+    errs = [None] * dist.get_world_size()
+    dist.all_gather_object(errs, err)
+    return next((e for e in errs if e), None)
+
+
+def _exit_on_any(err: str | None) -> None:
+    """Collective: when any rank hit an error, rank 0 prints it and every rank exits with status 2."""
+    import torch.distributed as dist
+
+    err = _agree(err)
+    if err:
+        if dist.get_rank() == 0:
+            print(f"error: {err}", file=sys.stderr)
+        _exit(2)
+
+
+def _exit(code: int) -> None:
+    """Leave without interpreter teardown: ranks sometimes abort in it after a clean run."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        cfg = load_config(args.config, args.set)
+        manifest = read_manifest(args.manifest)
+        plan = resolve(cfg, manifest, args.steps)
+    except (ConfigError, ManifestError) as e:
+        if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
+            print(f"error: {e}", file=sys.stderr)
+        return 2
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != cfg.world_size:
+        if os.environ.get("RANK", "0") == "0":
+            print(f"error: {args.config}: parallel.tp x pp x dp = {cfg.world_size} processes, but {world} were "
+                  f"launched; run torchrun --nproc_per_node={cfg.world_size} (make pretrain does) or change "
+                  "parallel.dp", file=sys.stderr)
+        return 2
+
+    init_distributed()
+    import deepspeed
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    from train import checkpoint, run_record
+    from train.data.loader import Loader
+    from train.data.sample_index import DataOrder
+    from train.data.shards import ShardCache
+    from train.metrics import MetricsLog, device_peak_flops
+    from train.parallel.pipeline import build_pipeline, build_topology, tensor_parallel_group
+    from train.schedule import lr_at
+
+    rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
+    run = Path(args.run).resolve()
+    t_cfg, G, mb = cfg.train, cfg.train.global_batch_size, cfg.train.micro_batch_size
+    stop, horizon, mcfg, seq_len = plan["_stop"], plan["_horizon"], plan["_mcfg"], plan["seq_len"]
+    cache_dir = Path(cfg.data.cache_dir) if cfg.data.cache_dir else manifest.path.parent.parent / "token_cache"
+    cache = ShardCache(cache_dir, plan["vocab_size"], manifest.eos_id)
+
+    # 1. Shards: verified against the manifest, flattened into the token cache (once per node).
+    err = None
+    if local_rank == 0:
+        try:
+            for src in manifest.sources.values():
+                for shard in src.shards:
+                    cache.verify(shard, cfg.data.verify)
+                    cache.ensure(shard)
+        except ManifestError as e:
+            err = str(e)
+    _exit_on_any(err)
+
+    # 2. Run record and data order (rank 0), resume point (everyone).
+    latest = checkpoint.latest_complete(run)
+    start = latest[0] if latest else 0
+    record_dir = run / "data_order"
+    needed = horizon * G
+    if rank == 0:
+        try:
+            resolved = {k: v for k, v in plan.items() if not k.startswith("_")}
+            run_record.prepare(run, args.config, resolved, manifest, {
+                "start_step": start, "stop_step": stop, "schedule_horizon": horizon, "world_size": world,
+                "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}})
+            if (record_dir / "meta.json").is_file():
+                order = DataOrder.load(manifest, cache, record_dir)
+                if order.n_samples < needed:
+                    fresh = DataOrder(manifest, cache, seq_len, record_dir)
+                    fresh.hold_out(order.val_samples)
+                    if any(not np.array_equal(a.val_docs, b.val_docs) for a, b in zip(fresh.streams, order.streams)):
+                        raise RuntimeError(f"{record_dir}: the held-out validation documents rebuilt now differ "
+                                           "from the recorded ones; start a new RUN")
+                    fresh.build(needed)
+                    fresh.save()
+                    order = fresh
+            else:
+                order = DataOrder(manifest, cache, seq_len, record_dir)
+                if cfg.eval.every:
+                    order.hold_out(cfg.eval.samples_per_source)
+                order.build(needed)
+                order.save()
+            for w in order.warnings:
+                print(f"warning: {w}", flush=True)
+            if horizon > t_cfg.steps:
+                print(f"warning: --steps {stop} is past train.steps {t_cfg.steps}: the schedule's horizon "
+                      f"becomes {horizon}", flush=True)
+        except (RuntimeError, ValueError, OSError) as e:
+            err = str(e)
+    _exit_on_any(err)
+    if start >= stop:
+        if rank == 0:
+            print(f"{run}: already at step {start} (>= {stop}); nothing to do. Pass a larger --steps (STEPS=).")
+        dist.barrier()
+        _exit(0)
+    order = DataOrder.load(manifest, cache, record_dir)
+
+    # 3. Model, engine, resume.
+    topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
+    coord = topo.get_coord(rank)
+    group = tensor_parallel_group(topo)
+    pipe = build_pipeline(mcfg, topo, group, cfg.optimizer.z_loss, t_cfg.activation_checkpointing)
+    decay = [p for p in pipe.parameters() if p.ndim >= 2]
+    no_decay = [p for p in pipe.parameters() if p.ndim < 2]
+    o = cfg.optimizer
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps)
+    bf16 = t_cfg.precision == "bf16"
+    ds_config = {
+        "train_batch_size": G, "train_micro_batch_size_per_gpu": mb, "gradient_accumulation_steps": cfg.grad_accum,
+        "gradient_clipping": o.grad_clip, "zero_optimization": {"stage": t_cfg.zero_stage},
+        "bf16": {"enabled": bf16}, "zero_allow_untested_optimizer": True,
+        "steps_per_print": 2**31 - 1, "wall_clock_breakdown": False,
+    }
+    if bf16:
+        ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
+    engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
+    if start:
+        state = checkpoint.load(engine, run, start)
+        if state.get("samples_consumed") != start * G:
+            err = (f"checkpoint step {start} recorded {state.get('samples_consumed')} samples consumed, "
+                   f"expected {start * G}")
+    _exit_on_any(err)
+
+    loads_data = engine.is_first_stage() or engine.is_last_stage()
+    consumed_log = None
+    if cfg.data.log_consumed and engine.is_first_stage() and coord.model == 0:
+        (run / "consumed").mkdir(exist_ok=True)
+        consumed_log = run / "consumed" / f"dp{coord.data}.jsonl"
+    loader = Loader(order, G, mb, cfg.parallel.dp, coord.data, consumed_log, run_start=start)
+    metrics = MetricsLog(run, stop_step=stop, log_every=cfg.log.every,
+                         flops_per_token=mcfg.flops_per_token(seq_len),
+                         peak_flops_per_device=device_peak_flops(t_cfg.precision, cfg.log.peak_tflops),
+                         devices=world, enabled=rank == 0)
+    if rank == 0:
+        dropped = metrics.truncate_after(start)
+        what = f"resuming from step {start}" if start else "starting"
+        print(f"{run}: {what}, training to step {stop} (schedule horizon {horizon}); "
+              f"{mcfg.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
+              f"dp={cfg.parallel.dp}, {G} x {seq_len} tokens per step"
+              + (f"; {dropped} metrics rows past the checkpoint moved to metrics.discarded.jsonl" if dropped else ""),
+              flush=True)
+
+    def evaluate(step: int) -> None:
+        if not order.val_sources:
+            return
+        loss_fn, z = engine.module.loss_fn, engine.module.loss_fn.z_loss
+        loss_fn.z_loss = 0.0                 # validation reports plain cross entropy
+        per = {}
+        for s in order.val_sources:
+            out = engine.eval_batch(loader.val(s) if loads_data else None,
+                                    num_micro_batches=loader.val_micro_batches())
+            per[order.names[s]] = float(out)
+        loss_fn.z_loss = z
+        # Overall: the sources weighted by their share of the training mix (equal if none is planned).
+        w = {order.names[s]: order.planned[s] for s in order.val_sources}
+        if not sum(w.values()):
+            w = {k: 1 for k in w}
+        overall = sum(per[k] * w[k] for k in per) / sum(w.values())
+        metrics.val(step=step, tokens=step * G * seq_len, val_loss=overall, per_source=per)
+
+    # 4. The loop.
+    fault_step = int(os.environ.get("GLASSBOX_FAULT_AFTER_STEP", 0)) or None
+    step = start
+    while step < stop:
+        lr = lr_at(step, kind=cfg.schedule.kind, lr=o.lr, min_lr=o.min_lr, warmup_steps=cfg.schedule.warmup_steps,
+                   total_steps=horizon, decay_fraction=cfg.schedule.decay_fraction)
+        for g in engine.optimizer.param_groups:
+            g["lr"] = lr
+        t0 = time.perf_counter()
+        loss = engine.train_batch(loader.train(step) if loads_data else None)
+        seconds = time.perf_counter() - t0
+        step += 1
+        extra = {"samples_consumed": step * G}
+        if engine.agg_additional_losses:
+            extra.update({k: float(v) for k, v in engine.agg_additional_losses.items()})
+        gn = engine.get_global_grad_norm()
+        metrics.train(step=step, tokens=step * G * seq_len, loss=float(loss), lr=lr,
+                      grad_norm=float(gn) if gn is not None else None, step_tokens=G * seq_len,
+                      seconds=seconds, **extra)
+        if fault_step == step and rank == 0:     # tests: a crash between checkpoints (GLASSBOX_FAULT_AFTER_STEP)
+            os.kill(os.getpid(), signal.SIGKILL)
+        if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
+            evaluate(step)
+        if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
+            checkpoint.save(engine, run, step, {"step": step, "samples_consumed": step * G},
+                            cfg.checkpoint.keep,
+                            {"samples_consumed": step * G, "manifest_content_hash": manifest.content_hash,
+                             "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}})
+
+    dist.barrier()
+    if rank == 0:
+        print(f"{run}: done at step {stop}; checkpoint {checkpoint.tag_for(stop)}", flush=True)
+    _exit(0)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

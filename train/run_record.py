@@ -1,0 +1,111 @@
+"""The run directory as a record: resolved config, manifest and its hash, code version, invocations.
+
+``runs/<name>/``
+  config.yaml          the config file as given (first invocation)
+  config.json          the resolved config: every default filled in, plus what came from the manifest
+                       (vocab size, sequence length), the model shape and the batch layout
+  manifest.json        a copy of the manifest the run trains on
+  run.json             manifest path/content_hash/file sha256, code version, and one entry per invocation
+                       (time, argv, start step, stop step, layout, code version)
+  data_order/          the sample index and its permutations (train/data/sample_index.py)
+  checkpoints/         train/checkpoint.py
+  metrics.jsonl        train/metrics.py
+
+Running again with the same directory resumes; the resolved config must be the same in everything that
+changes what is trained (model, data, batch, optimizer, schedule, layout), else the run refuses and says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# Sections and keys that may differ between invocations of one run (they change nothing trained).
+MUTABLE = {"checkpoint": None, "log": None, "eval": {"every"}, "data": {"cache_dir", "verify", "log_consumed"}}
+
+
+class RunError(RuntimeError):
+    pass
+
+
+def code_version() -> dict:
+    """Git commit (and whether train/ has uncommitted changes), plus a hash of the trainer's sources."""
+    h = hashlib.sha256()
+    for p in sorted((REPO / "train").rglob("*.py")):
+        h.update(p.relative_to(REPO).as_posix().encode() + b"\0" + p.read_bytes())
+    out = {"train_sources_sha256": h.hexdigest()}
+    try:
+        out["git_commit"] = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
+                                           text=True, timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--", "train"], cwd=REPO,
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+        out["git_dirty"] = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        out["git_commit"] = None
+    return out
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _differences(old: dict, new: dict) -> list[str]:
+    diffs = []
+    for section in sorted(set(old) | set(new)):
+        a, b = old.get(section), new.get(section)
+        if section in MUTABLE and MUTABLE[section] is None:
+            continue
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b)):
+                if MUTABLE.get(section) and key in MUTABLE[section]:
+                    continue
+                if a.get(key) != b.get(key):
+                    diffs.append(f"{section}.{key}: {a.get(key)!r} -> {b.get(key)!r}")
+        elif a != b:
+            diffs.append(f"{section}: {a!r} -> {b!r}")
+    return diffs
+
+
+def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: dict) -> dict:
+    """Create or check the run directory (rank 0 only). Returns run.json's content."""
+    run.mkdir(parents=True, exist_ok=True)
+    cfg_json = run / "config.json"
+    if cfg_json.is_file():
+        old = json.loads(cfg_json.read_text())
+        diffs = _differences(old["config"], resolved["config"])
+        for key in ("model", "seq_len", "vocab_size"):
+            if old.get(key) != resolved.get(key):
+                diffs.append(f"{key}: {old.get(key)!r} -> {resolved.get(key)!r}")
+        if diffs:
+            raise RunError(f"{run} was started with a different config; resuming it would train something else. "
+                           f"Differences: {'; '.join(diffs)}. Use a new RUN directory (or the original config)."
+                           + (" Changing the parallel layout of a run needs a universal-checkpoint conversion,"
+                              " which this trainer does not do." if any(d.startswith("parallel.") for d in diffs)
+                              else ""))
+    else:
+        shutil.copyfile(config_path, run / "config.yaml")
+        _atomic_write(cfg_json, json.dumps(resolved, indent=1))
+    man_copy = run / "manifest.json"
+    run_json = run / "run.json"
+    if run_json.is_file():
+        record = json.loads(run_json.read_text())
+        if record["manifest"]["content_hash"] != manifest.content_hash:
+            raise RunError(f"{run} trains on manifest {record['manifest']['path']} (content_hash "
+                           f"{record['manifest']['content_hash'][:12]}...), not {manifest.path} "
+                           f"({manifest.content_hash[:12]}...). Use a new RUN directory for a new mixture.")
+    else:
+        shutil.copyfile(manifest.path, man_copy)
+        record = {"manifest": {"path": str(manifest.path), "name": manifest.name,
+                               "content_hash": manifest.content_hash, "file_sha256": manifest.file_sha256},
+                  "created": time.time(), "invocations": []}
+    record["invocations"].append({"time": time.time(), "argv": sys.argv, "code": code_version(), **invocation})
+    _atomic_write(run_json, json.dumps(record, indent=1))
+    return record
