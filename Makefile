@@ -103,7 +103,25 @@ spark-cluster: setup
 spark-cluster-stop:
 	CLUSTER_DIR=$(CLUSTER_DIR) PYTHON=$(PY) scripts/spark_cluster.sh stop
 
-demo: clean-dedup
+# The whole flow on the bundled sample: corpus, tokenizer, manifest, a few minutes of training, report.
+demo: setup
+	@echo "== 1/5 clean-dedup: extract, clean, score, dedup the bundled sample into $(DATA)"
+	$(MAKE) --no-print-directory clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA)
+	@echo "== 2/5 tokenize: decontaminate, train the tokenizer, write token shards"
+	$(MAKE) --no-print-directory tokenize CONFIG=examples/sample.yaml DATA=$(DATA)
+	@echo "== 3/5 mix: the mixture manifest"
+	$(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
+	@echo "== 4/5 pretrain: the tiny model on that manifest (resumes if $(RUN) exists)"
+	$(MAKE) --no-print-directory pretrain MANIFEST=$(SAMPLE_MANIFEST) RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
+	@echo "== 5/5 report"
+	$(MAKE) --no-print-directory report RUN=$(RUN)
+	@echo
+	@echo "Done. Where to look:"
+	@echo "  $(DATA)/stats/*.json              what each stage kept and dropped, and why"
+	@echo "  $(DATA)/rejected/                 every dropped document with its reason"
+	@echo "  $(SAMPLE_MANIFEST)   the token plan the trainer read"
+	@echo "  $(RUN)/metrics.jsonl             one row per step (loss, lr, grad norm, tokens/s, telemetry)"
+	@echo "  $(RUN)/report.html               loss curves, diagnosis and telemetry on one page"
 
 test: setup
 	$(SPARK_ENV) $(PY) -m pytest -q

@@ -27,6 +27,7 @@ import warnings
 from datetime import timedelta
 from pathlib import Path
 
+from train.lifeline import die_with_parent
 from train.config import ConfigError, ffn_hidden, load_config
 from train.data.manifest import ManifestError, read_manifest
 from train.model import ModelConfig
@@ -129,6 +130,8 @@ def _exit(code: int) -> None:
 
 
 def main(argv=None) -> int:
+    if os.environ.get("TORCHELASTIC_RUN_ID"):   # launched by torchrun: die with it
+        die_with_parent()
     args = parse_args(argv)
     try:
         cfg = load_config(args.config, args.set)
