@@ -197,3 +197,11 @@ report: setup
 
 diagnose: setup
 	$(PY) -m train.diagnose $(RUN)
+
+# The documents (source, id, url, quality signals, token ranges) of one step's batch, from the run record.
+#   make trace RUN=runs/<name> STEP=N          (python -m train.trace RUN --step N [--json])
+.PHONY: trace
+trace: setup
+	$(if $(STEP),,$(error make trace needs STEP=<optimizer step>, e.g. make trace RUN=$(RUN) STEP=25))
+	$(PY) -m train.trace $(RUN) --step $(STEP)
+

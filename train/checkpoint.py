@@ -49,6 +49,14 @@ def latest_complete(run: Path) -> tuple[int, Path] | None:
     return done[-1] if done else None
 
 
+def data_shift(ckpt_dir: Path) -> int:
+    """Data batches the run's cursor is ahead of the step at a complete checkpoint (rollbacks; 0 without)."""
+    try:
+        return int(json.loads((Path(ckpt_dir) / COMPLETE).read_text()).get("data_shift", 0))
+    except (OSError, ValueError):
+        return 0
+
+
 def save(engine, run: Path, step: int, client_state: dict, keep: int, info: dict) -> Path:
     """Collective: every rank calls it."""
     import deepspeed.comm as dist

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,19 @@ class TrainSection:
     seed: int = 1234
     activation_checkpointing: bool = False
     zero_stage: int = 1                # DeepSpeed refuses ZeRO-2/3 with a pipeline
+    # Loss spikes (train/monitor/spike.py). A step is an outlier when its loss or pre-clipping gradient norm
+    # is a robust z-score above the accepted steps before it, or not finite; every rank takes the decision
+    # on the same all-reduced numbers. off: not judged (train.diagnose still finds spikes afterwards); skip:
+    # drop that step's update; rollback: also restore the last complete checkpoint and move the data cursor
+    # past the batches since it (the PaLM recipe).
+    on_spike: str = "off"              # off | skip | rollback
+    spike_window: int = 50             # accepted steps whose step-to-step differences give the noise (MAD)
+    spike_min_history: int = 20        # accepted steps needed before anything is judged (non-finite: always)
+    spike_loss_z: float = 6.0          # robust z of the loss above which a step is a spike; 0 = loss not used
+    spike_grad_norm_z: float = 8.0     # the same for the gradient norm (heavier-tailed than the loss); 0 = not used
+    spike_min_rel: float = 0.1         # and 10% above the baseline, the median of the last 7 (smooth curves: tiny MAD)
+    spike_rollback_skip: int = 0       # rollback: data batches skipped past the spike's own, beyond the window
+    spike_max_rollbacks: int = 5       # rollback: more spikes than this in one invocation stop the run
 
 
 @dataclass
@@ -90,12 +104,16 @@ class CheckpointSection:
 class LogSection:
     every: int = 10                    # console line interval (metrics.jsonl gets every step)
     peak_tflops: float | None = None   # per-device peak for MFU when the device is not in the table
+    telemetry: bool = True             # data telemetry of the batch on every log.every-th metrics row
+    sample_every: int = 100            # steps; decoded text of that step's first sequences in samples/; 0 = off
+    tensorboard: bool = False          # every scalar of metrics.jsonl also to <run>/tensorboard/ (needs tensorboard)
 
 
 @dataclass
 class EvalSection:
     every: int = 0                     # steps; 0 = no validation (and no held-out documents)
     samples_per_source: int = 16       # held-out sequences per source, a multiple of micro_batch*dp
+    leakage: str = "warn"              # held-out documents whose tokens also occur in training: warn | error | off
 
 
 @dataclass
@@ -130,7 +148,8 @@ _SECTION_CLASSES = {"model": ModelSection, "parallel": ParallelSection, "data": 
                     "train": TrainSection, "optimizer": OptimizerSection, "schedule": ScheduleSection,
                     "checkpoint": CheckpointSection, "log": LogSection, "eval": EvalSection}
 CHOICES = {"train.precision": ("fp32", "bf16"), "schedule.kind": ("cosine", "linear", "wsd", "constant"),
-           "data.verify": ("stamp", "always"), "train.zero_stage": (0, 1)}
+           "data.verify": ("stamp", "always"), "train.zero_stage": (0, 1),
+           "train.on_spike": ("off", "skip", "rollback"), "eval.leakage": ("warn", "error", "off")}
 
 
 def _expected_type(cls: type, name: str) -> tuple[type, bool]:
@@ -248,6 +267,23 @@ def _validate(cfg: TrainConfig) -> None:
     _positive("log.every", cfg.log.every)
     _positive("log.peak_tflops", cfg.log.peak_tflops)
     _positive("eval.every", cfg.eval.every, zero_ok=True)
+    _positive("log.sample_every", cfg.log.sample_every, zero_ok=True)
+    for key in ("spike_loss_z", "spike_grad_norm_z", "spike_min_rel", "spike_rollback_skip"):
+        _positive(f"train.{key}", getattr(t, key), zero_ok=True)
+    _positive("train.spike_max_rollbacks", t.spike_max_rollbacks)
+    if t.spike_min_history < 3:
+        raise ConfigError(f"train.spike_min_history: must be >= 3 (a median and a spread need points), "
+                          f"got {t.spike_min_history}")
+    if t.spike_window < t.spike_min_history:
+        raise ConfigError(f"train.spike_window: {t.spike_window} is below train.spike_min_history "
+                          f"({t.spike_min_history}); raise it")
+    if cfg.log.tensorboard and importlib.util.find_spec("tensorboard") is None:
+        raise ConfigError("log.tensorboard: true needs the tensorboard package, which is not installed: "
+                          "pip install tensorboard==2.21.0 (or set log.tensorboard: false; metrics.jsonl and "
+                          "python -m train.report hold the same numbers)")
+    if t.on_spike == "rollback" and not cfg.checkpoint.every:
+        raise ConfigError("train.on_spike: rollback restores the last checkpoint, but checkpoint.every is 0 "
+                          "(only the last step is saved); set checkpoint.every (e.g. 100) or use on_spike: skip")
     _positive("eval.samples_per_source", cfg.eval.samples_per_source)
 
     # The model must split evenly over the tensor-parallel group.

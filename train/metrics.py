@@ -59,12 +59,13 @@ def _fmt_duration(s: float) -> str:
 
 class MetricsLog:
     def __init__(self, run_dir: Path, *, stop_step: int, log_every: int, flops_per_token: float,
-                 peak_flops_per_device: float | None, devices: int, enabled: bool = True):
+                 peak_flops_per_device: float | None, devices: int, enabled: bool = True, sinks=()):
         self.path = Path(run_dir) / "metrics.jsonl"
         self.stop_step, self.log_every = stop_step, log_every
         self.flops_per_token, self.devices = flops_per_token, devices
         self.peak = peak_flops_per_device
         self.enabled = enabled
+        self.sinks = list(sinks)                        # e.g. TensorBoard: each gets every row written
         self._window: list[tuple[float, int]] = []      # (seconds, tokens) of steps since the last line
         self._recent: list[float] = []                  # step seconds, for the ETA
 
@@ -93,6 +94,8 @@ class MetricsLog:
     def _write(self, row: dict) -> None:
         with open(self.path, "a") as f:
             f.write(json.dumps(row) + "\n")
+        for sink in self.sinks:
+            sink.write(row)
 
     def mfu(self, tokens_per_s: float) -> float | None:
         if not self.peak:

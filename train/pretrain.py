@@ -10,13 +10,20 @@ same ``--run`` resumes from the newest complete checkpoint: model, optimizer, an
 global batch samples consumed). A plain ``python -m train.pretrain`` runs one process.
 
 The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
-node's local rank 0) -> run record and data order (rank 0) -> model as a PipelineModule, DeepSpeed engine
-with ZeRO-1 -> resume -> train / validate / checkpoint -> final checkpoint, barrier, exit.
+node's local rank 0) -> run record, data order and the validation leakage check (rank 0) -> model as a
+PipelineModule, DeepSpeed engine with ZeRO-1 -> resume -> train / validate / checkpoint, with data telemetry
+and decoded samples on rank 0 and spike handling on every rank (``train.on_spike``) -> final checkpoint,
+diagnosis (rank 0), barrier, exit.
+
+The data cursor: step t (1-based) trains on data batch t - 1 + shift, where the shift is 0 until a rollback
+moves the cursor past a bad window (kept in checkpoints; ``samples_consumed`` in metrics.jsonl is the cursor
+after the step).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import logging
 import os
 import signal
@@ -160,6 +167,10 @@ def main(argv=None) -> int:
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
     from train.metrics import MetricsLog, device_peak_flops
+    from train.monitor.leakage import check_leakage
+    from train.monitor.leakage import summary_line as leakage_line
+    from train.monitor.spike import SpikeDetector, SpikeGuard, record_rollback, record_spike
+    from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
     from train.parallel.pipeline import build_pipeline, build_topology, tensor_parallel_group
     from train.schedule import lr_at
 
@@ -186,7 +197,13 @@ def main(argv=None) -> int:
     latest = checkpoint.latest_complete(run)
     start = latest[0] if latest else 0
     record_dir = run / "data_order"
-    needed = horizon * G
+    # Rollbacks move the data cursor ahead of the step (the data shift, kept in every checkpoint): the index
+    # holds room for the most rollbacks one invocation may do, each at most a checkpoint interval plus the
+    # extra batches skipped.
+    resume_shift = checkpoint.data_shift(latest[1]) if latest else 0
+    reserve = (t_cfg.spike_max_rollbacks * (cfg.checkpoint.every + t_cfg.spike_rollback_skip)
+               if t_cfg.on_spike == "rollback" else 0)
+    needed = (horizon + resume_shift + reserve) * G
     if rank == 0:
         try:
             resolved = {k: v for k, v in plan.items() if not k.startswith("_")}
@@ -215,6 +232,16 @@ def main(argv=None) -> int:
             if horizon > t_cfg.steps:
                 print(f"warning: --steps {stop} is past train.steps {t_cfg.steps}: the schedule's horizon "
                       f"becomes {horizon}", flush=True)
+            if cfg.eval.leakage != "off" and order.val_sources and not (run / "leakage.json").is_file():
+                leak = check_leakage(order)
+                leaked = leak["val_documents_in_train"]
+                if leaked and cfg.eval.leakage == "error":     # leakage.json is written once the check passes
+                    (run / "leakage.failed.json").write_text(json.dumps(leak, indent=1))
+                    raise RuntimeError(f"{leakage_line(leak).replace('leakage.json', 'leakage.failed.json')}. "
+                                       "eval.leakage is error: rebuild the corpus without those duplicates (or "
+                                       "set eval.leakage: warn)")
+                (run / "leakage.json").write_text(json.dumps(leak, indent=1))
+                print(("warning: " if leaked else "") + leakage_line(leak), flush=True)
         except (RuntimeError, ValueError, OSError) as e:
             err = str(e)
     _exit_on_any(err)
@@ -246,12 +273,27 @@ def main(argv=None) -> int:
     if bf16:
         ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
     engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
-    if start:
-        state = checkpoint.load(engine, run, start)
-        if state.get("samples_consumed") != start * G:
-            err = (f"checkpoint step {start} recorded {state.get('samples_consumed')} samples consumed, "
-                   f"expected {start * G}")
+    state = checkpoint.load(engine, run, start) if start else {}
+    shift = int(state.get("data_shift", 0))          # data batch of step t (1-based) = t - 1 + shift
+    if start and state.get("samples_consumed") != (start + shift) * G:
+        err = (f"checkpoint step {start} recorded {state.get('samples_consumed')} samples consumed, "
+               f"expected {(start + shift) * G}")
     _exit_on_any(err)
+    telemetry = BatchTelemetry(order, G)
+    # Sequences per source over the steps whose update was applied (kept in checkpoints: rollbacks restore it).
+    def trained_at(state: dict, cursor: int) -> np.ndarray:
+        if "trained_per_source" in state:
+            return np.asarray(state["trained_per_source"], np.int64)
+        # A checkpoint from before telemetry: every sample up to its cursor.
+        return np.bincount(np.asarray(order.index_source[:cursor], np.int64), minlength=len(order.names))
+
+    trained = trained_at(state, (start + shift) * G)
+    since_log = np.zeros(len(order.names), np.int64)
+    guard = None
+    if t_cfg.on_spike != "off":
+        detector = SpikeDetector.from_config(t_cfg)
+        detector.load(state.get("spike_history"))
+        guard = SpikeGuard(engine, optimizer, detector)
 
     loads_data = engine.is_first_stage() or engine.is_last_stage()
     consumed_log = None
@@ -259,17 +301,20 @@ def main(argv=None) -> int:
         (run / "consumed").mkdir(exist_ok=True)
         consumed_log = run / "consumed" / f"dp{coord.data}.jsonl"
     loader = Loader(order, G, mb, cfg.parallel.dp, coord.data, consumed_log, run_start=start)
+    sinks = [TensorBoardSink(run / "tensorboard")] if cfg.log.tensorboard and rank == 0 else []
     metrics = MetricsLog(run, stop_step=stop, log_every=cfg.log.every,
                          flops_per_token=mcfg.flops_per_token(seq_len),
                          peak_flops_per_device=device_peak_flops(t_cfg.precision, cfg.log.peak_tflops),
-                         devices=world, enabled=rank == 0)
+                         devices=world, enabled=rank == 0, sinks=sinks)
+    samples = SampleWriter(run, order, G) if cfg.log.sample_every and rank == 0 else None
     if rank == 0:
         dropped = metrics.truncate_after(start)
         what = f"resuming from step {start}" if start else "starting"
         print(f"{run}: {what}, training to step {stop} (schedule horizon {horizon}); "
               f"{mcfg.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
               f"dp={cfg.parallel.dp}, {G} x {seq_len} tokens per step"
-              + (f"; {dropped} metrics rows past the checkpoint moved to metrics.discarded.jsonl" if dropped else ""),
+              + (f"; {dropped} metrics rows past the checkpoint moved to metrics.discarded.jsonl" if dropped else "")
+              + (f"; data cursor {shift} batches ahead of the step (rollbacks)" if shift else ""),
               flush=True)
 
     def evaluate(step: int) -> None:
@@ -292,38 +337,144 @@ def main(argv=None) -> int:
 
     # 4. The loop.
     fault_step = int(os.environ.get("GLASSBOX_FAULT_AFTER_STEP", 0)) or None
+    # tests: data batch N (0-based, the data_step of records) arrives as all-zero token ids (a corrupted batch)
+    bad_batch = int(os.environ["GLASSBOX_FAULT_BAD_BATCH"]) if os.environ.get("GLASSBOX_FAULT_BAD_BATCH") else None
+    rollbacks = 0
     step = start
     while step < stop:
+        data_step = step + shift
         lr = lr_at(step, kind=cfg.schedule.kind, lr=o.lr, min_lr=o.min_lr, warmup_steps=cfg.schedule.warmup_steps,
                    total_steps=horizon, decay_fraction=cfg.schedule.decay_fraction)
         for g in engine.optimizer.param_groups:
             g["lr"] = lr
+        batches = loader.train(data_step) if loads_data else None
+        if batches is not None and bad_batch == data_step:
+            batches = _zeroed(batches)
+        if guard:
+            guard.begin()
         t0 = time.perf_counter()
-        loss = engine.train_batch(loader.train(step) if loads_data else None)
+        loss = engine.train_batch(batches)
         seconds = time.perf_counter() - t0
         step += 1
-        extra = {"samples_consumed": step * G}
+        verdict = guard.finish() if guard else None
+        spiked = verdict is not None and verdict.spike
+        extra = {"samples_consumed": (data_step + 1) * G}
         if engine.agg_additional_losses:
             extra.update({k: float(v) for k, v in engine.agg_additional_losses.items()})
+        if verdict is not None:
+            extra.update(spike_loss_z=verdict.loss_z, spike_grad_norm_z=verdict.grad_norm_z,
+                         update_skipped=int(spiked))
+        counts = telemetry.source_counts(data_step)
+        if not spiked:
+            trained += counts
+            since_log += counts
+        if step % cfg.log.every == 0 or step == stop:
+            if rank == 0 and cfg.log.telemetry:
+                extra.update(telemetry.batch(data_step))
+                extra.update(telemetry.shares(trained, since_log))
+            since_log[:] = 0
         gn = engine.get_global_grad_norm()
         metrics.train(step=step, tokens=step * G * seq_len, loss=float(loss), lr=lr,
                       grad_norm=float(gn) if gn is not None else None, step_tokens=G * seq_len,
                       seconds=seconds, **extra)
+        if samples is not None and step % cfg.log.sample_every == 0:
+            samples.write(step, data_step)
         if fault_step == step and rank == 0:     # tests: a crash between checkpoints (GLASSBOX_FAULT_AFTER_STEP)
             os.kill(os.getpid(), signal.SIGKILL)
+        if spiked:
+            newest = checkpoint.latest_complete(run) if rank == 0 else None
+            restore = _broadcast(newest[0] if newest else None)
+            action = t_cfg.on_spike if restore is not None else "skip"
+            if rank == 0:
+                note = "" if action == t_cfg.on_spike else " (no complete checkpoint yet to roll back to)"
+                record_spike(run, step=step, data_step=data_step, global_batch=G, judgement=verdict,
+                             action=action + note, order=order)
+                print(f"step {step:>6}/{stop} | spike: {verdict.reason} (loss {verdict.loss:.4g}, grad_norm "
+                      f"{verdict.grad_norm if verdict.grad_norm is None else format(verdict.grad_norm, '.4g')}); "
+                      f"update skipped{note}" + ("; rolling back" if action == "rollback" else ""), flush=True)
+            if action == "rollback":
+                rollbacks += 1
+                new_shift = step + shift + t_cfg.spike_rollback_skip - restore
+                err = None
+                if rollbacks > t_cfg.spike_max_rollbacks:
+                    err = (f"{rollbacks} spikes in this invocation, more than train.spike_max_rollbacks "
+                           f"({t_cfg.spike_max_rollbacks}): the spikes are not one bad batch. Lower the learning "
+                           "rate (or lengthen warmup, tighten clipping) and resume, or raise the limit")
+                elif (stop + new_shift) * G > order.n_samples:
+                    err = (f"rolling back to step {restore} needs the data order to reach sample "
+                           f"{(stop + new_shift) * G}; it holds {order.n_samples}. Resume (the order is extended "
+                           "at start)")
+                if err and rank == 0:
+                    print(f"error: {err}", file=sys.stderr)
+                if err:
+                    dist.barrier()
+                    _exit(2)
+                state = checkpoint.load(engine, run, restore)
+                restored_shift = int(state.get("data_shift", 0))    # the current shift, unless resumed oddly
+                if rank == 0:
+                    rec = record_rollback(run, step=step, spike_data_step=data_step, restored_step=restore,
+                                          old_shift=restored_shift,
+                                          new_shift=new_shift, global_batch=G, judgement=verdict, order=order)
+                    dropped = metrics.truncate_after(restore)
+                    print(f"step {step:>6}/{stop} | rolled back to step {restore}; data batches "
+                          f"{rec['skipped_data_steps'][0]}-{rec['skipped_data_steps'][1] - 1} skipped "
+                          f"({rec['skipped_documents_total']} documents, rollbacks.jsonl); {dropped} metrics rows "
+                          "moved to metrics.discarded.jsonl", flush=True)
+                trained = trained_at(state, (restore + restored_shift) * G)
+                shift, step = new_shift, restore
+                since_log[:] = 0
+                guard.detector.load(state.get("spike_history"))
+                dist.barrier()
+                continue
         if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
             evaluate(step)
         if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
-            checkpoint.save(engine, run, step, {"step": step, "samples_consumed": step * G},
-                            cfg.checkpoint.keep,
-                            {"samples_consumed": step * G, "manifest_content_hash": manifest.content_hash,
+            client = {"step": step, "samples_consumed": (step + shift) * G, "data_shift": shift,
+                      "trained_per_source": trained.tolist(),
+                      "spike_history": guard.detector.state() if guard else None}
+            checkpoint.save(engine, run, step, client, cfg.checkpoint.keep,
+                            {"samples_consumed": (step + shift) * G, "data_shift": shift,
+                             "manifest_content_hash": manifest.content_hash,
                              "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}})
 
     dist.barrier()
     if rank == 0:
+        _diagnose(run, plan["vocab_size"])
+        for sink in sinks:
+            sink.close()
         print(f"{run}: done at step {stop}; checkpoint {checkpoint.tag_for(stop)}", flush=True)
     _exit(0)
     return 0
+
+
+def _broadcast(value):
+    """Rank 0's value on every rank."""
+    import torch.distributed as dist
+
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
+def _zeroed(batches):
+    """Tests (GLASSBOX_FAULT_BAD_BATCH): every token id of the batch replaced by 0 (what a shard of zero bytes
+    decodes to); the same on the first and last pipeline stage."""
+    for x, y in batches:
+        yield x.new_zeros(x.shape), y.new_zeros(y.shape)
+
+
+def _diagnose(run: Path, vocab_size: int) -> None:
+    """diagnosis.json and the findings table at the end of a run (never fails the run)."""
+    try:
+        from train.record.diagnose import diagnose, format_table
+        from train.record.load import load_metrics
+
+        findings = diagnose(load_metrics(run), vocab_size=vocab_size)
+        (run / "diagnosis.json").write_text(json.dumps({"findings": [f.to_dict() for f in findings]}, indent=1))
+        print(f"{run}: diagnosis (diagnosis.json; python -m train.report {run} draws it):\n"
+              + format_table(findings), flush=True)
+    except Exception as e:       # a reader's problem must not turn a finished run into a failed one
+        print(f"warning: diagnosis failed: {type(e).__name__}: {e}", flush=True)
 
 
 if __name__ == "__main__":

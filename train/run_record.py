@@ -9,7 +9,11 @@
                        (time, argv, start step, stop step, layout, code version)
   data_order/          the sample index and its permutations (train/data/sample_index.py)
   checkpoints/         train/checkpoint.py
-  metrics.jsonl        train/metrics.py
+  metrics.jsonl        train/metrics.py (data telemetry: train/monitor/telemetry.py)
+  leakage.json         held-out documents also in training (train/monitor/leakage.py)
+  samples/             decoded sequences every log.sample_every steps
+  spikes.jsonl, rollbacks.jsonl, rollbacks/    train.on_spike (train/monitor/spike.py)
+  diagnosis.json       train.record.diagnose on the metrics, at the end of the run
 
 Running again with the same directory resumes; the resolved config must be the same in everything that
 changes what is trained (model, data, batch, optimizer, schedule, layout), else the run refuses and says so.
@@ -27,7 +31,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 # Sections and keys that may differ between invocations of one run (they change nothing trained).
-MUTABLE = {"checkpoint": None, "log": None, "eval": {"every"}, "data": {"cache_dir", "verify", "log_consumed"}}
+MUTABLE = {"checkpoint": None, "log": None, "eval": {"every", "leakage"}, "data": {"cache_dir", "verify", "log_consumed"},
+           # Spike handling may be switched on for a resumed run (what it skips is recorded in the run).
+           "train": {"on_spike", "spike_window", "spike_min_history", "spike_loss_z", "spike_grad_norm_z",
+                     "spike_min_rel", "spike_rollback_skip", "spike_max_rollbacks"}}
 
 
 class RunError(RuntimeError):

@@ -165,6 +165,11 @@ class SourceStream:
 
     def stream_segments(self, j: int) -> list[tuple[int, int, int]]:
         """(document, start, end) pieces of stream sequence j."""
+        return [(doc, start, end) for doc, start, end, _ in self.stream_pieces(j)]
+
+    def stream_pieces(self, j: int) -> list[tuple[int, int, int, int]]:
+        """(document, start, end, epoch) pieces of stream sequence j: the epoch tells two passes over one
+        document apart (telemetry counts a document repeated inside one batch as a duplicate)."""
         E = self.epoch_tokens
         pos, need, out = j * self.L, self.L + 1, []
         while need:
@@ -174,9 +179,15 @@ class SourceStream:
             doc = int(self.train_docs[self.perm(_EPOCH, e)[i]])
             off = within - int(cum[i])
             take = min(need, int(self.doc_lens[doc]) - off)
-            out.append((doc, off, off + take))
+            out.append((doc, off, off + take, e))
             pos, need = pos + take, need - take
         return out
+
+    def doc_tokens(self, doc: int) -> np.ndarray:
+        """All token ids of document ``doc`` (end-of-document id included), memory-mapped."""
+        shard, row = self._doc_location(doc)
+        tokens, offsets = self.cache.open(self.src.shards[shard].sha256)
+        return tokens[int(offsets[row]):int(offsets[row + 1])]
 
     def val_segments(self, v: int) -> list[tuple[int, int, int]]:
         """Validation sequence v: [v*L, v*L + L] of the held-out documents back to back."""
@@ -381,3 +392,21 @@ class DataOrder:
             import pyarrow.parquet as pq
             self._ids[shard.sha256] = pq.read_table(shard.path, columns=["id"]).column("id").to_pylist()
         return self._ids[shard.sha256][seg.row]
+
+    def documents(self, samples) -> list[dict]:
+        """The documents behind global samples, one entry per document in first-seen order: source, id,
+        shard (manifest path), row, its length in tokens, and ``pieces``: [sample, start, end, at] for every
+        token range [start, end) of the document that a sample holds at offset ``at`` of its L + 1 tokens."""
+        out: dict[tuple[str, int], dict] = {}
+        for g in samples:
+            stream, segs = self.segments(int(g))
+            at = 0
+            for seg, (doc, start, end) in zip(stream.segment_info(segs), segs):
+                entry = out.get((seg.source, doc))
+                if entry is None:
+                    entry = out[(seg.source, doc)] = {
+                        "source": seg.source, "id": self.document_id(seg), "shard": seg.shard_path, "row": seg.row,
+                        "doc_tokens": int(stream.doc_lens[doc]), "pieces": []}
+                entry["pieces"].append([int(g), int(start), int(end), at])
+                at += end - start
+        return list(out.values())

@@ -1,0 +1,241 @@
+"""Loss spikes: detection agreed by every rank, skipping the update, and the record of what was skipped.
+
+Detection (``SpikeDetector``). A step is judged against the *accepted* steps before it (a skipped step never
+enters its own baseline): its loss, and its gradient norm before clipping, each get a robust z-score
+(value - baseline) / noise, where the baseline is the median of the last 7 accepted values (it follows the
+trend of a falling loss) and the noise is the MAD of the step-to-step differences over the last
+``spike_window`` accepted values, x 1.4826 / sqrt 2 (the noise of one value; differencing removes the trend,
+which a MAD of the raw values would count as noise: early in a run that hides a 70% jump). A spike is a z
+above ``spike_loss_z`` (or ``spike_grad_norm_z``) that is also ``spike_min_rel`` above the baseline (on a very
+smooth curve the noise is tiny), or any non-finite value. Nothing is judged before ``spike_min_history``
+accepted steps. Only rises count.
+
+Where the decision is taken (``SpikeGuard``). ``PipelineEngine.train_batch`` runs forward, backward,
+the gradient all-reduce and the optimizer step in one call, so the trainer cannot look between backward and
+step. The guard replaces ``step`` on the torch optimizer the trainer built, which DeepSpeed keeps inside its
+own optimizer and calls last, after the global gradient norm exists:
+
+- ZeRO-1 (``DeepSpeedZeroOptimizer.step``): computes the norm over every data, tensor and pipeline rank
+  (``_global_grad_norm``), then calls the torch optimizer once per parameter group, then copies the fp32
+  partitions back into the model and all-gathers them;
+- bf16 without ZeRO (``BF16_Optimizer.step``): the same order;
+- fp32 without ZeRO: the engine clips with ``clip_grad_norm_`` and calls the torch optimizer directly; the
+  guard wraps that clip call to keep the norm it computes (DeepSpeed keeps none).
+
+On the first call in a step the guard all-reduces (sum over the world group) [loss on last-stage ranks,
+1 on last-stage ranks, norm, 1 where a norm exists]: every rank gets the same mean loss (the data-parallel
+mean that ``train_batch`` returns) and norm, bit-identical, and the detector, whose history is made of
+those same numbers, takes the same decision everywhere; no second collective is needed. A skipped step
+leaves the torch optimizer untouched (no moment update, no step count), so ZeRO copies unchanged weights
+back; DeepSpeed's own counters (``global_steps``, samples) still advance on every rank alike, and the
+trainer sets the learning rate from its own step each time. When DeepSpeed skips a step itself (a
+non-finite norm, ``overflow``) the torch optimizer is never called; ``finish`` then judges the step after
+``train_batch`` (the same all-reduce on every rank) so the spike is still recorded and acted on.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+MAD_TO_SIGMA = 1.4826
+BASELINE = 7                     # accepted values whose median is the baseline (as train.record.diagnose)
+MAX_INLINE_DOCUMENTS = 10_000    # rollbacks.jsonl lists at most this many; the documents file lists all
+
+
+@dataclass
+class Judgement:
+    spike: bool
+    loss: float
+    grad_norm: float | None
+    loss_z: float | None = None
+    grad_norm_z: float | None = None
+    reason: str = ""
+    update_applied_by_deepspeed: bool = True     # False: DeepSpeed itself skipped (non-finite norm)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in d.items()}
+
+
+class SpikeDetector:
+    def __init__(self, window: int = 50, min_history: int = 20, loss_z: float = 6.0, grad_norm_z: float = 8.0,
+                 min_rel: float = 0.1):
+        self.window, self.min_history = window, min_history
+        self.loss_z, self.grad_norm_z, self.min_rel = loss_z, grad_norm_z, min_rel
+        self.loss_hist: list[float] = []
+        self.gn_hist: list[float] = []
+
+    @classmethod
+    def from_config(cls, t) -> "SpikeDetector":
+        return cls(t.spike_window, t.spike_min_history, t.spike_loss_z, t.spike_grad_norm_z, t.spike_min_rel)
+
+    def _z(self, x: float, hist: list[float]) -> tuple[float | None, bool]:
+        """(robust z of x against hist, whether x is min_rel above the baseline)."""
+        if len(hist) < self.min_history:
+            return None, False
+        h = np.asarray(hist[-self.window:], dtype=np.float64)
+        base = float(np.median(h[-BASELINE:]))
+        d = np.diff(h)
+        noise = MAD_TO_SIGMA * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
+        noise = max(noise, 1e-12 * max(abs(base), 1.0))
+        return (x - base) / noise, x > base * (1.0 + self.min_rel)
+
+    def judge(self, loss: float, grad_norm: float | None) -> Judgement:
+        j = Judgement(False, loss, grad_norm)
+        if not math.isfinite(loss) or (grad_norm is not None and not math.isfinite(grad_norm)):
+            j.spike, j.reason = True, "non-finite " + ("loss" if not math.isfinite(loss) else "gradient norm")
+            return j
+        j.loss_z, loss_over = self._z(loss, self.loss_hist)
+        if grad_norm is not None:
+            j.grad_norm_z, gn_over = self._z(grad_norm, self.gn_hist)
+        else:
+            gn_over = False
+        why = []
+        if self.loss_z and j.loss_z is not None and j.loss_z > self.loss_z and loss_over:
+            why.append(f"loss z {j.loss_z:.1f} > {self.loss_z:g}")
+        if self.grad_norm_z and j.grad_norm_z is not None and j.grad_norm_z > self.grad_norm_z and gn_over:
+            why.append(f"grad_norm z {j.grad_norm_z:.1f} > {self.grad_norm_z:g}")
+        if why:
+            j.spike, j.reason = True, "; ".join(why)
+            return j
+        self.loss_hist = (self.loss_hist + [loss])[-self.window:]
+        if grad_norm is not None:
+            self.gn_hist = (self.gn_hist + [grad_norm])[-self.window:]
+        return j
+
+    def state(self) -> dict:
+        return {"loss": list(self.loss_hist), "grad_norm": list(self.gn_hist)}
+
+    def load(self, state: dict | None) -> None:
+        state = state or {}
+        self.loss_hist = [float(x) for x in state.get("loss", [])][-self.window:]
+        self.gn_hist = [float(x) for x in state.get("grad_norm", [])][-self.window:]
+
+
+class SpikeGuard:
+    """Makes the torch optimizer's ``step`` a no-op for steps the detector calls spikes (see module doc)."""
+
+    def __init__(self, engine, optimizer, detector: SpikeDetector):
+        import torch
+        from deepspeed.accelerator import get_accelerator
+
+        self.engine, self.optimizer, self.detector = engine, optimizer, detector
+        self.device = torch.device(get_accelerator().current_device_name())
+        self.judgement: Judgement | None = None
+        self._inner_step = optimizer.step
+        optimizer.step = self._guarded_step
+        self._plain_norm: float | None = None
+        if engine.optimizer is optimizer:          # fp32 without ZeRO: DeepSpeed keeps no gradient norm
+            from deepspeed.runtime.utils import clip_grad_norm_
+
+            def clip_and_keep_norm():
+                norm = clip_grad_norm_(parameters=engine.module.parameters(), max_norm=engine.gradient_clipping(),
+                                       mpu=engine.mpu)
+                self._plain_norm = float(norm)
+                engine._global_grad_norm = self._plain_norm
+            engine.clip_fp32_gradients = clip_and_keep_norm
+
+    def begin(self) -> None:
+        self.judgement = None
+        self._plain_norm = None
+
+    def _local_norm(self) -> float | None:
+        if self.engine.optimizer is self.optimizer:
+            return self._plain_norm
+        norm = getattr(self.engine.optimizer, "_global_grad_norm", None)
+        return None if norm is None else float(norm)
+
+    def _judge(self) -> Judgement:
+        import torch
+        import torch.distributed as dist
+
+        eng = self.engine
+        last = bool(eng.is_last_stage()) and eng.total_loss is not None
+        loss = float(eng.total_loss.detach().float().mean()) / eng.gradient_accumulation_steps() if last else 0.0
+        norm = self._local_norm()
+        t = torch.tensor([loss if last else 0.0, 1.0 if last else 0.0,
+                          norm if norm is not None else 0.0, 1.0 if norm is not None else 0.0],
+                         dtype=torch.float64, device=self.device)
+        dist.all_reduce(t)
+        t = t.cpu().tolist()
+        mean_loss = t[0] / t[1] if t[1] else float("nan")
+        mean_norm = t[2] / t[3] if t[3] else None
+        return self.detector.judge(mean_loss, mean_norm)
+
+    def _guarded_step(self, *args, **kwargs):
+        if self.judgement is None:
+            self.judgement = self._judge()
+        if self.judgement.spike:
+            for group in self.optimizer.param_groups:
+                for p in group["params"]:
+                    p.grad = None
+            return None
+        return self._inner_step(*args, **kwargs)
+
+    def finish(self) -> Judgement:
+        """After ``train_batch``: the step's judgement (judged now when DeepSpeed skipped the step itself)."""
+        if self.judgement is None:
+            self.judgement = self._judge()
+            self.judgement.update_applied_by_deepspeed = False
+            if not self.judgement.spike:        # DeepSpeed skipped it anyway: no update was applied
+                self.judgement.spike, self.judgement.reason = True, "skipped by DeepSpeed (gradient overflow)"
+        return self.judgement
+
+
+# ---------------------------------------------------------------------------------------------- record
+
+def _append(path: Path, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def batch_documents(order, data_step: int, global_batch: int) -> list[list[str]]:
+    """[source, id] of every document in one data batch, first-seen order."""
+    docs = order.documents(range(data_step * global_batch, (data_step + 1) * global_batch))
+    return [[d["source"], d["id"]] for d in docs]
+
+
+def record_spike(run: Path, *, step: int, data_step: int, global_batch: int, judgement: Judgement, action: str,
+                 order) -> dict:
+    """One line of ``spikes.jsonl``: the step, its data batch and documents, the numbers and what was done."""
+    row = {"step": step, "data_step": data_step,
+           "samples": [data_step * global_batch, (data_step + 1) * global_batch], "action": action,
+           **{k: v for k, v in judgement.to_dict().items() if k != "spike"},
+           "documents": batch_documents(order, data_step, global_batch)}
+    _append(Path(run) / "spikes.jsonl", row)
+    return row
+
+
+def record_rollback(run: Path, *, step: int, spike_data_step: int, restored_step: int, old_shift: int,
+                    new_shift: int, global_batch: int, judgement: Judgement, order) -> dict:
+    """One line of ``rollbacks.jsonl`` and ``rollbacks/step_<N>.documents.jsonl``.
+
+    Steps restored_step+1 .. step trained on data batches [restored_step + old_shift, step + old_shift):
+    their updates are discarded with the rollback, and the next step starts at data batch
+    restored_step + new_shift, so batches [restored_step + old_shift, restored_step + new_shift) never reach
+    the model that goes on: those samples and their documents are the skipped ones."""
+    first, end = restored_step + old_shift, restored_step + new_shift
+    samples = range(first * global_batch, end * global_batch)
+    docs = order.documents(samples)
+    spike_batch = spike_data_step
+    spike_samples = set(range(spike_batch * global_batch, (spike_batch + 1) * global_batch))
+    detail = Path(run) / "rollbacks" / f"step_{step:08d}.documents.jsonl"
+    detail.parent.mkdir(parents=True, exist_ok=True)
+    with open(detail, "w") as f:
+        for d in docs:
+            f.write(json.dumps(d) + "\n")
+    row = {"step": step, "restored_step": restored_step, "data_shift": new_shift,
+           "spike_data_step": spike_batch,
+           "skipped_data_steps": [first, end], "skipped_samples": [first * global_batch, end * global_batch],
+           **{k: v for k, v in judgement.to_dict().items() if k != "spike"},
+           "spike_documents": [[d["source"], d["id"]] for d in docs
+                               if any(p[0] in spike_samples for p in d["pieces"])],
+           "skipped_documents": [[d["source"], d["id"]] for d in docs[:MAX_INLINE_DOCUMENTS]],
+           "skipped_documents_total": len(docs),
+           "documents_file": str(detail.relative_to(run))}
+    _append(Path(run) / "rollbacks.jsonl", row)
+    return row
