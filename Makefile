@@ -205,3 +205,26 @@ trace: setup
 	$(if $(STEP),,$(error make trace needs STEP=<optimizer step>, e.g. make trace RUN=$(RUN) STEP=25))
 	$(PY) -m train.trace $(RUN) --step $(STEP)
 
+# Export and evaluation (train/handoff/; README, "Export and evaluation").
+#   make export RUN=runs/<name> [OUT=runs/<name>/export] [STEP=N] [FORCE=1]
+#     the newest complete checkpoint (or STEP), any TP x PP x DP layout, as a Hugging Face LlamaForCausalLM
+#     directory; written only when it matches the training model (logits, greedy text, weights, val_loss)
+#   make evaluate RUN=runs/<name> [OUT=<export dir>] [TASKS=glassbox_cloze,glassbox_wikitext] [LIMIT=N]
+#                 [BASELINE=<another export dir>]
+#     held-out perplexity per source -> OUT/eval/perplexity.json; lm-eval tasks -> OUT/eval/harness.json;
+#     with BASELINE, a blind side-by-side sheet of both models' answers -> OUT/eval/compare.{csv,md,key.json}
+OUT ?= $(RUN)/export
+STEP ?=
+FORCE ?=
+TASKS ?=
+LIMIT ?=
+BASELINE ?=
+
+.PHONY: export evaluate
+export: setup
+	$(PY) -m train.export $(RUN) --out $(OUT) $(if $(STEP),--step $(STEP)) $(if $(FORCE),--force)
+
+evaluate: setup
+	$(PY) -m train.evaluate perplexity $(OUT)
+	$(PY) -m train.evaluate harness $(OUT) $(if $(TASKS),--tasks $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
+	$(if $(BASELINE),$(PY) -m train.evaluate compare $(OUT) $(BASELINE) --out $(OUT)/eval/compare.csv)
