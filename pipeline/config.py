@@ -136,6 +136,19 @@ def _expand(pattern: str, base: Path) -> list[str]:
     return sorted(str(Path(m).resolve()) for m in glob.glob(str(full), recursive=True) if Path(m).is_file())
 
 
+def _match_paths(key: str, patterns: list[str], base: Path) -> list[str]:
+    """Every file the patterns match; a pattern that matches nothing is a config error."""
+    files: list[str] = []
+    for pattern in patterns:
+        matched = _expand(pattern, base)
+        if not matched:
+            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
+            raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
+                              "fix the pattern or run from the directory it is relative to")
+        files.extend(matched)
+    return files
+
+
 def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
     key = f"sources.{name}"
     if not isinstance(raw, dict):
@@ -162,14 +175,7 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
                 raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
             if not isinstance(raw[k], str) or not raw[k]:
                 raise ConfigError(f"{key}.{k}: expected a field name (string), got {raw[k]!r}")
-    files: list[str] = []
-    for pattern in paths:
-        matched = _expand(pattern, base)
-        if not matched:
-            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
-            raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
-                              "fix the pattern or run from the directory it is relative to")
-        files.extend(matched)
+    files = _match_paths(key, paths, base)
     return SourceConfig(name=name, format=fmt, paths=paths, files=sorted(set(files)),
                         text_field=raw.get("text_field", "text"), id_field=raw.get("id_field", "id"))
 
@@ -209,14 +215,7 @@ def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:
     paths = [paths] if isinstance(paths, str) else paths
     if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
         raise ConfigError(f"{key}.paths: expected a list of JSONL files (plain or .gz), got {raw.get('paths')!r}")
-    files: list[str] = []
-    for pattern in paths:
-        matched = _expand(pattern, base)
-        if not matched:
-            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
-            raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
-                              "fix the path or run from the directory it is relative to")
-        files.extend(matched)
+    files = _match_paths(key, paths, base)
     fields = raw.get("fields", ["text"])
     fields = [fields] if isinstance(fields, str) else fields
     if not isinstance(fields, list) or not fields or not all(isinstance(f, str) and f for f in fields):
