@@ -172,8 +172,9 @@ def train_tokenizer(sentences: Iterable[str], cfg: TokenizeConfig,
     t0 = time.time()
     with _sentencepiece_log(progress) as tail:
         try:
+            # the log level is process-wide in sentencepiece: an earlier quiet call would mute progress
             spm.SentencePieceTrainer.train(sentence_iterator=iter(sentences), model_writer=out,
-                                           **trainer_args(cfg))
+                                           minloglevel=0, **trainer_args(cfg))
         except RuntimeError as e:
             msg = str(e)
             m = re.search(r"Vocabulary size (?:is )?too high \((\d+)\)\. Please set it to a value <= (\d+)", msg)

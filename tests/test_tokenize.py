@@ -1,4 +1,5 @@
 """Tokenizer training, encoding and shard writing without Spark (real sentencepiece, real pyarrow)."""
+import io
 from pathlib import Path
 
 import pyarrow as pa
@@ -51,6 +52,9 @@ def test_training_is_lossless_and_reproducible(model):
 
 
 def test_training_reports_progress_and_names_a_too_large_vocab():
+    # sentencepiece's log level is process-wide: a quiet training elsewhere must not mute ours
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(_sentences(3_000)), model_writer=io.BytesIO(),
+                                   vocab_size=200, minloglevel=2)
     seen = []
     train_tokenizer(_sentences(20_000), TokenizeConfig(vocab_size=400, model_type="unigram"), progress=seen.append)
     assert any("sentences" in m for m in seen) and seen[-1].startswith("tokenizer trained")
