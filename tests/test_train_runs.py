@@ -20,9 +20,6 @@ resumes from step 2 and matches the uninterrupted run. The samples each rank act
 prove the committed steps consumed exactly the first steps x global_batch samples of the index, each once.
 """
 import json
-import os
-import subprocess
-import sys
 import zlib
 
 import numpy as np
@@ -34,7 +31,7 @@ from train.data.manifest import read_manifest
 from train.data.sample_index import DataOrder
 from train.data.shards import ShardCache
 from train.metrics import read_metrics
-from train_fixtures import REPO, make_dataset
+from train_fixtures import launch, make_dataset
 
 CONFIG = """
 model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64}
@@ -61,21 +58,7 @@ def setup(tmp_path_factory):
 
 def train(setup, run, nproc=1, sets=(), steps=None, env=None, check=True):
     root, cfg, manifest = setup
-    if nproc == 1:
-        launch = [sys.executable, "-m", "train.pretrain"]
-    else:
-        launch = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
-                  f"--nproc_per_node={nproc}", "-m", "train.pretrain"]
-    cmd = launch + ["--config", str(cfg), "--manifest", str(manifest), "--run-dir", str(root / run)]
-    for s in sets:
-        cmd += ["--set", s]
-    if steps:
-        cmd += ["--steps", str(steps)]
-    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
-    if check:
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    return r
+    return launch(manifest, cfg, root / run, nproc=nproc, sets=sets, steps=steps, env=env, check=check)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -128,3 +131,22 @@ def make_dataset(root: Path, *, total_tokens: int = 60_000, max_seq_len: int = 3
         sources[sname] = write_shards(root / "tokenized" / sname, sname, docs, texts, n_shards=2)
     return write_manifest(root, "mix", tok, sources, weights or {"wiki": 0.7, "prose": 0.3},
                           total_tokens, max_seq_len, seed)
+
+
+def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), steps=None, env=None, check=True):
+    """`python -m train.pretrain` (one process) or torchrun with `nproc`, one thread each; the finished process."""
+    if nproc == 1:
+        cmd = [sys.executable, "-m", "train.pretrain"]
+    else:
+        cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
+               f"--nproc_per_node={nproc}", "-m", "train.pretrain"]
+    cmd += ["--config", str(config), "--manifest", str(manifest), "--run-dir", str(run)]
+    for s in sets:
+        cmd += ["--set", s]
+    if steps:
+        cmd += ["--steps", str(steps)]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    if check:
+        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
+    return r

@@ -18,15 +18,12 @@ the trace tests.
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from train_fixtures import REPO, TEXT, paragraphs, train_tokenizer, write_manifest, write_shards
+from train_fixtures import REPO, TEXT, launch, paragraphs, train_tokenizer, write_manifest, write_shards
 
 SEQ_LEN = 32
 SIGNALS: dict[str, dict] = {}
@@ -71,24 +68,6 @@ def make_watch_dataset(root: Path) -> Path:
     (dec / "_SUCCESS").write_text("")
     return write_manifest(root, "watch", tok, sources, {"wiki": 0.45, "prose": 0.30, "boiler": 0.25},
                           total_tokens=60_000, max_seq_len=SEQ_LEN, seed=3)
-
-
-def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), steps=None, env=None, check=True):
-    if nproc == 1:
-        cmd = [sys.executable, "-m", "train.pretrain"]
-    else:
-        cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
-               f"--nproc_per_node={nproc}", "-m", "train.pretrain"]
-    cmd += ["--config", str(config), "--manifest", str(manifest), "--run-dir", str(run)]
-    for s in sets:
-        cmd += ["--set", s]
-    if steps:
-        cmd += ["--steps", str(steps)]
-    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
-    if check:
-        assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    return r
 
 
 SHARED_CONFIG = """

@@ -90,13 +90,7 @@ class SourceStream:
         n = int(np.searchsorted(cum, need)) + 1
         if n >= len(cum) or cum[n - 1] > cum[-1] * VAL_MAX_SHARE:     # whole documents overshoot the share
             return False
-        self.val_docs = order[:n].astype(np.int64)
-        keep = np.ones(len(self.doc_lens), bool)
-        keep[self.val_docs] = False
-        self.train_docs = np.flatnonzero(keep).astype(np.int64)
-        self._cum.clear()
-        self._perms.clear()
-        self._epoch_tokens = None
+        self.set_val_docs(order[:n])
         return True
 
     def set_val_docs(self, val_docs: np.ndarray) -> None:
