@@ -54,9 +54,9 @@ start() {
   wait_for "$SPARK_LOG_DIR/master.out" "Starting Spark master at" "the master"
   wait_for "$SPARK_LOG_DIR/master.out" "I have been elected leader" "the master"
   for i in $(seq 1 "$WORKERS"); do
-    mkdir -p "$CLUSTER_DIR/work/worker-$i"
+    mkdir -p "$CLUSTER_DIR/workdirs/worker-$i"
     launch "worker-$i" org.apache.spark.deploy.worker.Worker --host 127.0.0.1 --cores "$CORES" \
-      --memory "$MEMORY" --work-dir "$CLUSTER_DIR/work/worker-$i" --webui-port $((PORT + 1000 + i)) \
+      --memory "$MEMORY" --work-dir "$CLUSTER_DIR/workdirs/worker-$i" --webui-port $((PORT + 1000 + i)) \
       "$MASTER_URL"
   done
   for i in $(seq 1 "$WORKERS"); do
