@@ -289,6 +289,8 @@ def test_memorization_of_a_small_corpus_with_few_validation_points():
     assert "4 validation points; 6 needed" in checks["overfitting, val_noisy"]
     table = format_table(result.findings, result.not_judged)
     assert "memorization" in table and "not judged: overfitting, val_noisy: 4 validation points" in table
+    assert result.reading[1].startswith("validation loss 5.900 -> 6.400 over 4 evaluations (steps 50-200): lowest "
+                                        "5.900 at step 50, +0.500 since")
 
 
 def test_not_judged_is_said_instead_of_no_findings():
@@ -355,7 +357,8 @@ def test_cli_json_on_a_directory_with_only_metrics(tmp_path):
     p = _cli(tmp_path, "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert set(out) == {"findings", "not_judged"} and [f["kind"] for f in out["findings"]] == ["divergence"]
+    assert set(out) == {"findings", "not_judged", "reading"} and [f["kind"] for f in out["findings"]] == ["divergence"]
+    assert out["reading"][0].startswith("training loss ")
     assert set(out["findings"][0]) == {"kind", "step", "end_step", "severity", "message", "evidence", "advice"}
     assert abs(out["findings"][0]["step"] - t0) <= 15
     assert {n["check"] for n in out["not_judged"]} == {"overfitting, val_noisy", "memorization", "low_initial_loss",

@@ -44,7 +44,6 @@ import math
 import sys
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
@@ -625,12 +624,51 @@ def detect_epochs_beyond_plan(c: _Curves, cfg: DiagnoseConfig, manifest: dict | 
 
 @dataclass
 class Diagnosis:
-    """Findings, and the checks that could not be judged on this record (``{"check", "reason"}``)."""
+    """Findings, the checks that could not be judged on this record (``{"check", "reason"}``), and the
+    reading: a few plain sentences of what the curves did, findings or not."""
     findings: list[Finding]
     not_judged: list[dict] = field(default_factory=list)
+    reading: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"findings": [f.to_dict() for f in self.findings], "not_judged": list(self.not_judged)}
+        return {"findings": [f.to_dict() for f in self.findings], "not_judged": list(self.not_judged),
+                "reading": list(self.reading)}
+
+
+def _reading(c: _Curves, manifest: dict | None) -> list[str]:
+    """What the curves did, in numbers: training and validation from start to end, where validation was
+    lowest, the gap at the end, and the tokens trained against the manifest's plan."""
+    out = []
+    n, nv = len(c.loss), len(c.vloss)
+    if n >= 2:
+        k = max(1, min(5, n // 10))
+        out.append(f"training loss {np.median(c.loss[:k]):.3f} -> {np.median(c.loss[-k:]):.3f} over steps "
+                   f"{int(c.steps[0])}-{int(c.steps[-1])}")
+    if nv >= 2:
+        i = int(np.argmin(c.vloss))
+        trend = ("still falling at the last evaluation" if i == nv - 1 else
+                 f"lowest {c.vloss[i]:.3f} at step {int(c.vsteps[i])}, {c.vloss[-1] - c.vloss[i]:+.3f} since")
+        out.append(f"validation loss {c.vloss[0]:.3f} -> {c.vloss[-1]:.3f} over {nv} evaluations "
+                   f"(steps {int(c.vsteps[0])}-{int(c.vsteps[-1])}): {trend}")
+        if n >= 4:
+            tr = _train_trend_at(c, c.vsteps[-1:], _val_half_window(c))[0]
+            if math.isfinite(tr):
+                gap = float(c.vloss[-1] - tr)
+                out.append(f"validation minus training at the end: {gap:+.3f} nats ({gap / abs(c.vloss[-1]):+.0%})")
+    elif nv == 1:
+        out.append(f"one validation: {c.vloss[0]:.3f} at step {int(c.vsteps[0])}")
+    planned = num((manifest or {}).get("total_tokens"))
+    tok = [t for r in c.train if (t := finite(r.get("tokens"))) is not None]
+    if planned and tok:
+        sources = (manifest or {}).get("sources") or {}
+        passes = []
+        for name, src in sorted(sources.items()):
+            avail, w = num((src or {}).get("available_tokens")), num((src or {}).get("weight"))
+            if avail and w is not None:
+                passes.append(f"{name} {tok[-1] * w / avail:.2f}")
+        out.append(f"tokens trained {tok[-1]:,.0f} = {tok[-1] / planned:.2f}x the manifest's plan of {planned:,.0f}"
+                   + (f"; passes over each source's tokens: {', '.join(passes)}" if passes else ""))
+    return out
 
 
 def _not_judged(c: _Curves, cfg: DiagnoseConfig, vocab_size: int | None, manifest: dict | None) -> list[dict]:
@@ -649,10 +687,10 @@ def _not_judged(c: _Curves, cfg: DiagnoseConfig, vocab_size: int | None, manifes
         note("plateau, stalled", f"{n} training points; {max(cfg.flat_min_points, 4)} needed")
     more = "; evaluate more often (eval.every) or for longer"
     if nv < cfg.val_min_points:
-        note("overfitting, val_noisy", (f"{nv} validation points; {cfg.val_min_points} needed" if nv
+        note("overfitting, val_noisy", (f"{nv} validation point{'s' * (nv != 1)}; {cfg.val_min_points} needed" if nv
                                         else "no validation loss in the record") + more)
     if nv < cfg.memo_min_points:
-        note("memorization", (f"{nv} validation points; {cfg.memo_min_points} needed" if nv
+        note("memorization", (f"{nv} validation point{'s' * (nv != 1)}; {cfg.memo_min_points} needed" if nv
                               else "no validation loss in the record") + more)
     if not vocab_size:
         note("low_initial_loss", "vocabulary size unknown (no config.json with vocab_size); pass --vocab-size")
@@ -687,7 +725,7 @@ def assess(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig 
     findings += detect_epochs_beyond_plan(c, cfg, manifest)
     rank = {s: i for i, s in enumerate(SEVERITIES)}
     findings = sorted(findings, key=lambda f: (f.step, -rank[f.severity], f.kind))
-    return Diagnosis(findings, _not_judged(c, cfg, vocab_size, manifest))
+    return Diagnosis(findings, _not_judged(c, cfg, vocab_size, manifest), _reading(c, manifest))
 
 
 def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig | None = None,
@@ -746,7 +784,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python -m train.diagnose", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a run directory (or its metrics.jsonl), a JSON-lines or CSV file, a Hugging Face "
                                 "trainer_state.json or output directory, or TensorBoard event files")
-    ap.add_argument("--json", action="store_true", help="print {findings, not_judged} as JSON")
+    ap.add_argument("--json", action="store_true", help="print {findings, not_judged, reading} as JSON")
     add_reader_args(ap)
     ap.add_argument("--vocab-size", type=int, default=None,
                     help="vocabulary size for low_initial_loss (default: the run's config.json)")
@@ -800,7 +838,7 @@ def main(argv=None) -> int:
         print(json.dumps(result.to_dict(), indent=1))
         return 0
     print(describe(rec, vocab))
-    print(format_table(result.findings, result.not_judged))
+    print("".join(f"reading: {line}\n" for line in result.reading) + format_table(result.findings, result.not_judged))
     return 0
 
 

@@ -271,7 +271,8 @@ def read_tensorboard(path: Path, tags: dict[str, str] | None = None) -> RunRecor
     left = sorted(set(named) - set(train_fields.values()) - set(val_fields.values()))
     notes = ["tags: " + ", ".join(f"{k} <- {t}" for k, t in sorted(chosen.items()))]
     if left:
-        notes.append("tags not used: " + ", ".join(left[:20]) + (f" (+{len(left) - 20} more)" if len(left) > 20 else ""))
+        more = f" (+{len(left) - 20} more)" if len(left) > 20 else ""
+        notes.append("tags not used: " + ", ".join(left[:20]) + more)
     label = None if path.is_dir() else path.parent.name
     for r in rows:                       # event files hold float32: whole token counts back to integers
         if isinstance(r.get("tokens"), float) and r["tokens"].is_integer():

@@ -12,7 +12,8 @@ per-source validation loss, and a telemetry section that draws every other numer
 rows (``data_*``, ``share_*``, ``ce``, ``z_loss``, ... whatever the trainer adds; fields sharing a prefix
 share a chart). ``--compare`` overlays a second run, aligned by tokens when both record them (else by steps);
 either may be any trainer's record (a Hugging Face trainer_state.json, TensorBoard event files, a CSV, JSON
-lines: train/record/formats.py). ``loss_curve.png`` is also written into the run directory. Charts are drawn with matplotlib's Agg canvas (headless; no pyplot state).
+lines: train/record/formats.py). ``loss_curve.png`` is also written into the run directory. Charts are drawn
+with matplotlib's Agg canvas (headless; no pyplot state).
 """
 from __future__ import annotations
 
@@ -456,6 +457,8 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
               '<p class="muted">Findings of <code>python -m train.diagnose</code> (thresholds in '
               "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
               diagnosis_table(findings, diag.not_judged)]
+    if diag.reading:
+        parts.insert(-1, '<ul id="reading">' + "".join(f"<li>{_e(x)}</li>" for x in diag.reading) + "</ul>")
 
     def section(key: str, title: str, note: str = "", missing: str = "") -> None:
         parts.append(f'<h2 id="{_e(key)}-h">{_e(title)}</h2>')

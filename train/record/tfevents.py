@@ -16,13 +16,18 @@ tensors with more than one element (histograms, images, text) are not scalars an
 
 A torn last record (a writer killed mid-write) ends the file quietly; a record whose CRC does not match is
 skipped and counted. The decoder is a plain protobuf wire-format reader: varints, 64-bit, length-delimited
-and 32-bit fields, unknown fields skipped.
+and 32-bit fields, unknown fields skipped (train/hf_tokenizer.py's, shared).
 """
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+
+# The protobuf wire-format reader of the sentencepiece model converter: (field, wire type, value) of a message;
+# a truncated or unknown field raises a ValueError subclass.
+from train.hf_tokenizer import _fields as fields
+from train.hf_tokenizer import _varint
 
 # ------------------------------------------------------------------------------------------------ CRC-32C
 
@@ -52,43 +57,6 @@ def masked_crc(data: bytes) -> int:
 
 
 # ------------------------------------------------------------------------------------------- wire format
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if i >= len(buf):
-            raise ValueError("truncated varint")
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-        if shift > 70:
-            raise ValueError("varint too long")
-
-
-def fields(buf: bytes):
-    """(field number, wire type, value) of a message: ints for varints, bytes for the rest."""
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            v, i = _varint(buf, i)
-        elif wt == 1:
-            v, i = buf[i:i + 8], i + 8
-        elif wt == 2:
-            n, i = _varint(buf, i)
-            v, i = buf[i:i + n], i + n
-        elif wt == 5:
-            v, i = buf[i:i + 4], i + 4
-        else:
-            raise ValueError(f"unsupported wire type {wt}")
-        if i > len(buf):
-            raise ValueError("truncated field")
-        yield num, wt, v
-
 
 def _packed(v, wt: int, fmt: str, size: int) -> list[float]:
     """Repeated numeric field: packed (one length-delimited blob) or one element."""
