@@ -139,3 +139,10 @@ def test_make_corpus_report_command_line():
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert "-m pipeline.corpus_report data/x" in p.stdout
+    # The demo ends with the re-weighted version of its mixture and the corpus report.
+    p = subprocess.run(["make", "-n", "--no-print-directory", "demo"], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    assert out.index("jobs/mix.py --mix mixes/sample.yaml --data data/sample --reweight-from runs/sample") < \
+        out.index("-m pipeline.corpus_report data/sample")

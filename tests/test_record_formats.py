@@ -51,7 +51,8 @@ def _hf_state(rows: list[dict]) -> dict:
     for r in rows:
         if r["kind"] == "train":
             hist.append({"epoch": epoch(r["step"]), "grad_norm": r["grad_norm"], "learning_rate": r["lr"],
-                         "loss": round(r["loss"], 4), "num_input_tokens_seen": r["tokens"], "step": r["step"]})
+                         "loss": round(r["loss"], 4), "num_input_tokens_seen": r["tokens"], "step": r["step"],
+                         "train_runtime": 0.2 * r["step"], "train_tokens_per_second": 20480.0})   # as 5.x logs
         else:
             hist.append({"epoch": epoch(r["step"]), "eval_loss": r["val_loss"], "eval_runtime": 0.41,
                          "eval_samples_per_second": 156.1, "eval_steps_per_second": 4.9,

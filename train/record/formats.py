@@ -8,8 +8,8 @@
 - ``hf``: a Hugging Face Trainer ``trainer_state.json`` (the file, its output directory, or the newest
   ``checkpoint-N/`` in it). ``log_history`` entries: ``loss`` -> loss, ``learning_rate`` -> lr, ``grad_norm``,
   ``num_input_tokens_seen`` -> tokens, ``epoch``; ``eval_loss`` -> val_loss and ``eval_<name>_loss`` ->
-  val_loss_<name> (one per evaluation dataset); the closing summary entry (``train_runtime``, the run's
-  mean ``train_loss``) is not a step and is left out. A ``config.json`` beside it gives the vocabulary size;
+  val_loss_<name> (one per evaluation dataset); the closing summary entry (the run's mean ``train_loss``,
+  ``total_flos``) is not a step and is left out. A ``config.json`` beside it gives the vocabulary size;
 - ``tensorboard``: event files (``events.out.tfevents.*``: one file, or every one under a directory). Scalar
   tags are mapped to fields by ``TB_DEFAULTS`` (the first tag present wins), overridden per field with
   ``tags`` (``--tags loss=train/loss,val_loss=eval/loss``). Besides, tags under ``train/`` become training
@@ -150,7 +150,9 @@ def hf_rows(log_history: list) -> tuple[list[dict], int]:
     """log_history entries -> rows (see the module doc); (rows, entries left out)."""
     rows, skipped = [], 0
     for e in log_history:
-        if not isinstance(e, dict) or "step" not in e or "train_runtime" in e:
+        # The closing summary (the run's mean train_loss, total_flos) is not a step; newer releases put
+        # train_runtime in every entry, so that key alone does not mark it.
+        if not isinstance(e, dict) or "step" not in e or ("loss" not in e and ("train_loss" in e or "total_flos" in e)):
             skipped += 1
             continue
         base = {"step": e["step"]}

@@ -301,7 +301,7 @@ def _fmt_s(s: float) -> str:
     return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
 
 
-def summary(rec: RunRecord, findings: list[Finding]) -> list[tuple[str, str]]:
+def summary(rec: RunRecord, findings: list[Finding], not_judged: list[dict] | None = None) -> list[tuple[str, str]]:
     """(label, value) pairs, from whatever parts of the record exist."""
     out: list[tuple[str, str]] = [("run", rec.name), ("directory", str(rec.path))]
     if rec.format != "glassbox":
@@ -370,7 +370,8 @@ def summary(rec: RunRecord, findings: list[Finding]) -> list[tuple[str, str]]:
     if rec.skipped_lines:
         out.append(("unreadable lines skipped", str(rec.skipped_lines)))
     counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
-    out.append(("diagnosis", ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"))
+    out.append(("diagnosis", (", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings")
+                + (f" ({len(not_judged)} checks not judged on this record)" if not_judged else "")))
     return out
 
 
@@ -452,13 +453,14 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
              f'<p class="muted">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S"))} from {_e(rec.path)} by '
              "<code>python -m train.report</code>"
              + (f"; compared with {_e(other.path)}" if other is not None else "") + ".</p>",
-             '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings))]
+             '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings, diag.not_judged))]
     parts += ['<h2 id="diagnosis">Diagnosis</h2>',
               '<p class="muted">Findings of <code>python -m train.diagnose</code> (thresholds in '
               "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
               diagnosis_table(findings, diag.not_judged)]
     if diag.reading:
-        parts.insert(-1, '<ul id="reading">' + "".join(f"<li>{_e(x)}</li>" for x in diag.reading) + "</ul>")
+        parts.insert(-1, '<p>What the curves did:</p><ul id="reading">'
+                     + "".join(f"<li>{_e(x)}</li>" for x in diag.reading) + "</ul>")
 
     def section(key: str, title: str, note: str = "", missing: str = "") -> None:
         parts.append(f'<h2 id="{_e(key)}-h">{_e(title)}</h2>')
@@ -487,7 +489,8 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
                                            + " records no token counts")
         parts.append(f'<h2 id="compare">Comparison (aligned by {"tokens" if axis == "tokens" else "steps"}'
                      f'{_e(why)})</h2>')
-        parts.append(_summary_table(summary(rec, findings), summary(other, other_findings)))
+        parts.append(_summary_table(summary(rec, findings, diag.not_judged),
+                                    summary(other, other_findings, other_diag.not_judged if other_diag else None)))
         if charts.get("compare"):
             parts.append(_img(charts["compare"], f"comparison against {axis}", "compare-img"))
         parts.append(f"<h3>Diagnosis of {_e(other.name)}</h3>")
