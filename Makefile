@@ -75,7 +75,7 @@ clean-dedup: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
-	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA)
+	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.

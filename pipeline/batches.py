@@ -23,20 +23,26 @@ STATUS_COLUMNS = ("status", "reason", "detail")
 ROWS_PER_BATCH = 128
 
 
+def extract_batches(unit: dict, extract_cfg) -> Iterator[pa.RecordBatch]:
+    """The records of one extract unit (a file, or a byte range of one) as Arrow batches."""
+    rows = []
+    for row in read_source_file(unit["path"], unit["source"], unit["format"], extract_cfg,
+                                unit.get("text_field") or "text", unit.get("id_field") or "id",
+                                unit.get("start", 0), unit.get("end")):
+        rows.append(row)
+        if len(rows) >= ROWS_PER_BATCH:
+            yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+
+
 def extract_partition(extract_cfg) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Input rows name files (path, source, format, text_field, id_field); output rows are records."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for f in batch.to_pylist():
-                rows = []
-                for row in read_source_file(f["path"], f["source"], f["format"], extract_cfg,
-                                            f["text_field"], f["id_field"]):
-                    rows.append(row)
-                    if len(rows) >= ROWS_PER_BATCH:
-                        yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
-                        rows = []
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+                yield from extract_batches(f, extract_cfg)
     return run
 
 
