@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from pipeline.batches import clean_columns, clean_partition
 from pipeline.langid import default_model_path
-from pipeline.runner import StageSpec, path_identity
+from pipeline.runner import Runner, StageSpec, path_identity
 from pipeline.units import parquet_unit
 
 
@@ -25,7 +25,9 @@ def clean_unit(unit: dict, dirs, fp: str, clean_cfg, model: str) -> dict:
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
 
-def run(spark, cfg, data_dir: str, ctx):
+def run(spark, cfg, data_dir: str, ctx=None):
+    if ctx is None:  # called alone (tests, benches): through the runner, which always runs it
+        return Runner(spark, cfg, data_dir).run(SPEC, force=True).stats
     t0 = time.time()
     src = os.path.join(data_dir, "extracted")
     markers = ctx.run_units(ctx.parquet_units(src),

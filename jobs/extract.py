@@ -7,7 +7,7 @@ import functools
 import time
 
 from pipeline.batches import EXTRACT_ARROW, extract_batches
-from pipeline.runner import StageSpec
+from pipeline.runner import Runner, StageSpec
 from pipeline.splits import plan_extract_units
 from pipeline.units import run_unit
 
@@ -24,7 +24,9 @@ def extract_unit(unit: dict, dirs, fp: str, extract_cfg) -> dict:
                     size_column="payload_bytes")
 
 
-def run(spark, cfg, data_dir: str, ctx):
+def run(spark, cfg, data_dir: str, ctx=None):
+    if ctx is None:  # called alone (tests, benches): through the runner, which always runs it
+        return Runner(spark, cfg, data_dir).run(SPEC, force=True).stats
     t0 = time.time()
     units = plan_extract_units(cfg)
     markers = ctx.run_units(units, functools.partial(extract_unit, extract_cfg=cfg.extract))

@@ -15,7 +15,7 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from pipeline.batches import SCORE_COLUMNS, STATUS_COLUMNS, decide_score_partition, score_partition
-from pipeline.runner import StageSpec, fingerprint, path_identity
+from pipeline.runner import Runner, StageSpec, fingerprint, path_identity
 from pipeline.units import parquet_unit
 
 # What stats/score.json reports of each score, per language and per (language, source).
@@ -67,7 +67,9 @@ def decide_unit(unit: dict, dirs, fp: str, score_cfg, cutoffs: dict) -> dict:
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
 
-def run(spark, cfg, data_dir: str, ctx):
+def run(spark, cfg, data_dir: str, ctx=None):
+    if ctx is None:  # called alone (tests, benches): through the runner, which always runs it
+        return Runner(spark, cfg, data_dir).run(SPEC, force=True).stats
     t0 = time.time()
     src = os.path.join(data_dir, "cleaned")
     signals = ctx.sub("signals", ctx.fingerprint)  # the models' scores, kept until the stage commits

@@ -70,7 +70,8 @@ def _explain(url: str, e: Exception) -> str:
         return f"{url}: bucket {bucket!r} does not exist (check the name, the region and AWS_ENDPOINT_URL)"
     if any(k in low for k in ("invalidaccesskeyid", "signaturedoesnotmatch", "nocredentials",
                               "unable to locate credentials", "invalidtoken", "expiredtoken",
-                              "access key id you provided")):
+                              "access key id you provided", "signature we calculated does not match",
+                              "security token included in the request is invalid")):
         return (f"{url}: the store refused the credentials ({text[:200]}); set AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN for temporary ones)")
     if "accessdenied" in low or "forbidden" in low or isinstance(e, PermissionError):
