@@ -28,14 +28,17 @@ def identity(cfg) -> dict:
             "models": [path_identity(cfg.score.fasttext_model), path_identity(cfg.score.kenlm_dir)]}
 
 
-def _distributions(scored) -> list[dict]:
-    aggs = [F.count(F.lit(1)).alias("documents")]
+def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
+    """(score percentiles per language and per (language, source), bucket cut-offs per language):
+    one Spark job over the scores."""
+    aggs = [F.count(F.lit(1)).alias("documents"),
+            F.percentile_approx("perplexity", [low, high], ACCURACY).alias("cutoffs")]
     for col in ("quality_ft", "perplexity"):
         aggs += [F.count(col).alias(f"{col}_scored"),
                  F.percentile_approx(col, REPORT_PERCENTILES, ACCURACY).alias(f"{col}_percentiles")]
     by_source = scored.groupBy("lang", "source").agg(*aggs)
     by_lang = scored.groupBy("lang").agg(*aggs).withColumn("source", F.lit("*"))
-    out = []
+    out, cutoffs = [], {}
     for r in by_lang.unionByName(by_source).orderBy("lang", "source").collect():
         d = {"lang": r["lang"], "source": r["source"], "documents": r["documents"]}
         for col in ("quality_ft", "perplexity"):
@@ -43,13 +46,9 @@ def _distributions(scored) -> list[dict]:
             values = r[f"{col}_percentiles"]
             d[col] = dict(zip((f"p{round(p * 100)}" for p in REPORT_PERCENTILES), values)) if values else None
         out.append(d)
-    return out
-
-
-def _cutoffs(scored, low: float, high: float) -> dict:
-    return {r["lang"]: tuple(r["q"]) for r in
-            scored.where(F.col("perplexity").isNotNull()).groupBy("lang")
-            .agg(F.percentile_approx("perplexity", [low, high], ACCURACY).alias("q")).collect()}
+        if r["source"] == "*" and r["perplexity_scored"]:
+            cutoffs[r["lang"]] = tuple(r["cutoffs"])
+    return out, cutoffs
 
 
 def signal_unit(unit: dict, dirs, fp: str, score_cfg) -> dict:
@@ -78,11 +77,10 @@ def run(spark, cfg, data_dir: str, ctx=None):
 
     scores = spark.read.parquet(signals.dirs.out).select("lang", "source", "quality_ft", "perplexity")
     low, high = cfg.score.bucket_percentiles
-    cutoffs = _cutoffs(scores, low, high)
+    distributions, cutoffs = _distributions(scores, low, high)
     extra = {"ppl_bucket_cutoffs": {lang: {"head_max": c[0], "middle_max": c[1]}
                                     for lang, c in sorted(cutoffs.items())},
-             "bucket_percentiles": [low, high],
-             "distributions": _distributions(scores)}
+             "bucket_percentiles": [low, high], "distributions": distributions}
 
     decide = ctx.sub("decide", fingerprint(ctx.fingerprint, sorted(cutoffs.items())))
     markers = decide.run_units(decide.parquet_units(signals.dirs.out),

@@ -52,8 +52,9 @@ def _fs(url: str):
         fs = fsspec.filesystem("s3" if scheme == "s3a" else scheme)
     except ImportError:
         pkg = STORE_PACKAGES[scheme]
-        raise StorageError(f"{url}: reading {scheme}:// needs the {pkg} package; install it "
-                           f"(pip install {pkg}) in the environment the executors run") from None
+        raise StorageError(f"{url}: reading {scheme}:// needs the {pkg} package; install the release "
+                           f"that matches the installed fsspec (pip install {pkg}==<fsspec's version>) "
+                           "in the environment the executors run") from None
     return fs
 
 
