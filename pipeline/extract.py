@@ -11,8 +11,6 @@ import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-import trafilatura
-
 from pipeline.charset import decode_html, looks_binary
 from pipeline.ids import doc_id
 from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
@@ -96,6 +94,8 @@ def trafilatura_kwargs(cfg: ExtractConfig) -> dict:
 
 def extract_html(html: str, url: str | None, cfg: ExtractConfig) -> str | None:
     """Main text of one HTML page as plain text, or None. Raises ExtractionTimeout."""
+    import trafilatura  # here, not at module level: the config check imports this module too
+
     kwargs = trafilatura_kwargs(cfg)
     return _with_deadline(lambda: trafilatura.extract(html, url=url, **kwargs), cfg.timeout_s)
 

@@ -32,6 +32,10 @@ WORK_DIR = "_work"
 COMMITTING = "COMMITTING"
 
 
+def say(message: str) -> None:
+    print(message, flush=True)  # stdout is a pipe under spark-submit: a long run must show as it goes
+
+
 def fingerprint(*parts) -> str:
     """A stable hash of JSON-able parts (dataclasses included)."""
     def plain(o):
@@ -98,7 +102,7 @@ class StageOutcome:
 class StageContext:
     """One stage's (or one phase's) work folder, fingerprint and unit scheduling."""
 
-    def __init__(self, spark, stage: str, data_dir: str, fp: str, phase: str | None = None, log=print):
+    def __init__(self, spark, stage: str, data_dir: str, fp: str, phase: str | None = None, log=say):
         self.spark, self.stage, self.data_dir, self.fingerprint, self.log = spark, stage, data_dir, fp, log
         self.phase = phase
         self.dirs = UnitDirs(os.path.join(data_dir, WORK_DIR, stage + (f"-{phase}" if phase else "")))
@@ -225,7 +229,7 @@ class Runner:
     `spark` is a session or a function that makes one: then Spark starts only when a stage has
     work to do, so rerunning a finished command costs a config check, not a JVM."""
 
-    def __init__(self, spark, cfg, data_dir: str, fresh: bool = False, log=print):
+    def __init__(self, spark, cfg, data_dir: str, fresh: bool = False, log=say):
         self._spark, self.cfg, self.data_dir, self.log = spark, cfg, data_dir, log
         self.session_s = 0.0
         self.outcomes: list[StageOutcome] = []
