@@ -82,3 +82,24 @@ def s3_server(tmp_path_factory):
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="session")
+def sample_bucket(s3_server):
+    """The bundled sample in bucket `sample`: crawl/*.warc.gz and dumps/*.json.gz."""
+    sample = Path(__file__).resolve().parents[1] / "examples" / "sample"
+    files = {f"crawl/{p.name}": p for p in sample.glob("*.warc.gz")}
+    files.update({f"dumps/{p.name}": p for p in (sample / "jsonl").glob("*.json.gz")})
+    s3_server.upload("sample", files)
+    return s3_server
+
+
+def sample_config(path: Path, web: str, cc: str, extra: str = "") -> Path:
+    """examples/sample.yaml with its two sources at other paths (and `extra` inserted in `extract:`)."""
+    text = (Path(__file__).resolve().parents[1] / "examples" / "sample.yaml").read_text()
+    text = text.replace('paths: ["examples/sample/*.warc.gz"]', f'paths: ["{web}"]')
+    text = text.replace('paths: ["examples/sample/jsonl/*.json.gz"]', f'paths: ["{cc}"]')
+    if extra:
+        text = text.replace("extract:\n", f"extract:\n{extra}", 1)
+    path.write_text(text)
+    return path

@@ -1,6 +1,10 @@
 """`make clean-dedup` SIGKILLed (its whole process group) mid-extract and again mid-dedup, then run
 again with the same command: the result equals an uninterrupted run's (same kept ids, same rejected
-ids with the same reasons, same stats totals), finished units are reused and finished stages skipped."""
+ids with the same reasons, same stats totals), finished units are reused and finished stages skipped.
+
+The interrupted run reads its inputs from an object store (s3:// paths on moto's S3 server on
+127.0.0.1), in byte ranges, while the uninterrupted one read the local files whole: the same result
+also shows that neither where the files are nor how they are cut changes any id."""
 import json
 import os
 import signal
@@ -11,7 +15,8 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import pytest
 
-from tests.conftest import REPO, make
+from tests.conftest import make
+from tests.s3_fixtures import s3_server, sample_bucket, sample_config  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.slow
 
@@ -29,11 +34,11 @@ def corpus_result(data: Path) -> dict:
             "totals": totals}
 
 
-def _start(config: Path, data: Path, log: Path) -> subprocess.Popen:
+def _start(config: Path, data: Path, log: Path, env: dict) -> subprocess.Popen:
     fh = open(log, "a")
     # Its own session: the process group is make, spark-submit, the JVM and the Python driver.
     return make("clean-dedup", f"CONFIG={config}", f"DATA={data}", "SPARK_MASTER=local[2]",
-                env_extra={"GLASSBOX_PROGRESS_S": "2"}, stdout=fh, stderr=subprocess.STDOUT,
+                env_extra={**env, "GLASSBOX_PROGRESS_S": "2"}, stdout=fh, stderr=subprocess.STDOUT,
                 start_new_session=True)
 
 
@@ -52,25 +57,24 @@ def _markers(data: Path) -> list[Path]:
     return list(d.glob("*.json")) if d.is_dir() else []
 
 
-def test_killed_run_resumes_to_the_uninterrupted_result(sample_local_run, tmp_path):
+def test_killed_run_resumes_to_the_uninterrupted_result(sample_local_run, sample_bucket, tmp_path):  # noqa: F811
     reference, proc = sample_local_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    # The sample's config with small ranges, so the big WARCs are many units (the ids do not depend
-    # on how files are cut, so the result must still equal the reference run's).
-    config = tmp_path / "sample-split.yaml"
-    config.write_text((REPO / "examples" / "sample.yaml").read_text().replace(
-        "extract:\n", "extract:\n  split_bytes: 65536\n", 1))
+    # The sample in the store, with small ranges so that its big WARCs are many units.
+    config = sample_config(tmp_path / "sample-s3.yaml", "s3://sample/crawl/*.warc.gz",
+                           "s3://sample/dumps/*.json.gz", extra="  split_bytes: 65536\n")
+    env = sample_bucket.env()
     data, log = tmp_path / "data", tmp_path / "run.log"
 
     # 1. killed mid-extract: some units finished, the stage not.
-    run = _start(config, data, log)
+    run = _start(config, data, log, env)
     _kill_group_when(run, lambda: len(_markers(data)) >= 1, "the first finished extract unit")
     finished = len(_markers(data))
     assert not (data / "_state" / "extract.json").exists()
 
     # 2. the same command again, killed mid-dedup.
     log.write_text("")
-    run = _start(config, data, log)
+    run = _start(config, data, log, env)
     _kill_group_when(run, lambda: "dedup: running" in log.read_text(), "the dedup stage")
     out = log.read_text()
     assert "units finished earlier with the same inputs and config, reused" in out, out[-3000:]
@@ -81,7 +85,7 @@ def test_killed_run_resumes_to_the_uninterrupted_result(sample_local_run, tmp_pa
 
     # 3. again: the finished stages are skipped, dedup runs whole from scored/.
     log.write_text("")
-    run = _start(config, data, log)
+    run = _start(config, data, log, env)
     assert run.wait(timeout=900) == 0, log.read_text()[-4000:]
     out = log.read_text()
     for stage in ("extract", "clean", "score"):
@@ -89,9 +93,12 @@ def test_killed_run_resumes_to_the_uninterrupted_result(sample_local_run, tmp_pa
     assert "dedup    ran" in out
     assert corpus_result(data) == corpus_result(reference)
     assert not (data / "_work").exists()
+    files = set(ds.dataset(str(data / "extracted"), format="parquet").to_table(columns=["input_file"])
+                .column("input_file").to_pylist())
+    assert files and all(f.startswith("s3://sample/") for f in files)
 
     # 4. a finished run again: nothing to do, Spark does not even start.
-    rerun = make("clean-dedup", f"CONFIG={config}", f"DATA={data}", "SPARK_MASTER=local[2]")
+    rerun = make("clean-dedup", f"CONFIG={config}", f"DATA={data}", "SPARK_MASTER=local[2]", env_extra=env)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert rerun.stdout.count("skipped (") == 4 and "no Spark: nothing to do" in rerun.stdout
     print(f"extract units: {units}, finished before the kill: {finished}, reused: {reused}")
