@@ -41,7 +41,7 @@ def main(argv=None) -> None:
     stage_s = sum(o.wall_s for o in runner.outcomes)
     print(f"  driver: imports and config check {t_checked - DRIVER_START:.1f}s, Spark session "
           f"{runner.session_s:.1f}s, stages {stage_s:.1f}s, between stages "
-          f"{t_end - t_checked - runner.session_s - stage_s:.1f}s")
+          f"{max(0.0, t_end - t_checked - runner.session_s - stage_s):.1f}s")
     for d in stats[2].extra.get("distributions", []):
         if d["source"] == "*" and (d["quality_ft"] or d["perplexity"]):
             q, p = d["quality_ft"] or {}, d["perplexity"] or {}
