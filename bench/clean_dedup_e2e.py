@@ -88,9 +88,11 @@ def build_corpus(pages: list[bytes], copies: int, n_files: int, out: Path, rates
     return [html for _, html, _ in items]
 
 
-def write_config(warcs: str, path: Path) -> Path:
+def write_config(warcs: str, path: Path, split_bytes: int | None = None) -> Path:
     text = (REPO / "examples" / "sample.yaml").read_text()
     text = text.replace('paths: ["examples/sample/*.warc.gz"]', f'paths: ["{warcs}"]')
+    if split_bytes:
+        text = text.replace("extract:\n", f"extract:\n  split_bytes: {split_bytes}\n", 1)
     text = re.sub(r"  cc:\n(    .*\n)+", "", text)  # web pages only
     path.write_text(text)
     return path
@@ -173,7 +175,7 @@ def time_config_check(config: Path) -> float:
     return round(time.time() - t0, 2)
 
 
-def one_file_extract(warc_dir: Path, work: Path, width: int) -> dict:
+def one_file_extract(warc_dir: Path, work: Path, width: int, split_bytes: int | None = None) -> dict:
     """Every record of the large corpus in one WARC; the extract stage alone on it."""
     one = work / "one-file"
     shutil.rmtree(one, ignore_errors=True)
@@ -182,7 +184,7 @@ def one_file_extract(warc_dir: Path, work: Path, width: int) -> dict:
         for f in sorted(warc_dir.glob("*.warc.gz")):
             with open(f, "rb") as src:
                 shutil.copyfileobj(src, out, 1 << 20)
-    config = write_config(str(one / "all.warc.gz"), work / "one-file.yaml")
+    config = write_config(str(one / "all.warc.gz"), work / "one-file.yaml", split_bytes)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
     data = work / "one-file-data"
     shutil.rmtree(data, ignore_errors=True)
@@ -203,6 +205,9 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=28, help="copies of every page in the large corpus")
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--no-one-file", action="store_true")
+    ap.add_argument("--one-file-sizes", default="large", help="sizes whose records also go through one WARC")
+    ap.add_argument("--split-bytes", type=int, help="extract.split_bytes for the one-file run (default: config's)")
+    ap.add_argument("--no-command", action="store_true", help="skip make clean-dedup (floor and one file only)")
     ap.add_argument("--work", type=Path, default=REPO / "build" / "bench" / "e2e")
     args = ap.parse_args()
 
@@ -216,20 +221,21 @@ def main() -> None:
         print(f"== {size}: {len(htmls)} records in {n_files} files", flush=True)
         floor_s = run_floor([h.decode("utf-8", "replace") for h in htmls], args.width)
         print(f"   floor (bare trafilatura, {args.width} processes): {floor_s:.1f}s", flush=True)
-        cmd = run_command(config, args.work / size / "data", args.width)
-        cmd["config_check_alone_s"] = time_config_check(config)
-        ratio = floor_s / cmd["wall_s"]
-        target = 0.5 if size == "small" else 0.8
-        print(f"   make clean-dedup: {cmd['wall_s']:.1f}s = {ratio:.2f} x floor (target {target})", flush=True)
-        print("   stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in cmd["stages_s"].items()))
-        print("   rest:   " + "; ".join(f"{k} {v:.1f}s" for k, v in cmd["rest_s"].items()))
-        print(f"   config check alone: {cmd['config_check_alone_s']}s;  peak driver RSS: "
-              f"{cmd['peak_driver_rss_mb']} MB (JVM {cmd['peak_rss_mb']['jvm_mb']}, "
-              f"Python {cmd['peak_rss_mb']['python_driver_mb']})", flush=True)
-        entry = {"records": len(htmls), "files": n_files, "floor_s": round(floor_s, 2), "command": cmd,
-                 "ratio": round(ratio, 3), "target": target}
-        if size != "small" and not args.no_one_file:
-            one = one_file_extract(warcs, args.work / size, args.width)
+        entry = {"records": len(htmls), "files": n_files, "floor_s": round(floor_s, 2)}
+        if not args.no_command:
+            cmd = run_command(config, args.work / size / "data", args.width)
+            cmd["config_check_alone_s"] = time_config_check(config)
+            ratio = floor_s / cmd["wall_s"]
+            target = 0.5 if size == "small" else 0.8
+            print(f"   make clean-dedup: {cmd['wall_s']:.1f}s = {ratio:.2f} x floor (target {target})", flush=True)
+            print("   stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in cmd["stages_s"].items()))
+            print("   rest:   " + "; ".join(f"{k} {v:.1f}s" for k, v in cmd["rest_s"].items()))
+            print(f"   config check alone: {cmd['config_check_alone_s']}s;  peak driver RSS: "
+                  f"{cmd['peak_driver_rss_mb']} MB (JVM {cmd['peak_rss_mb']['jvm_mb']}, "
+                  f"Python {cmd['peak_rss_mb']['python_driver_mb']})", flush=True)
+            entry.update({"command": cmd, "ratio": round(ratio, 3), "target": target})
+        if size in args.one_file_sizes.split(",") and not args.no_one_file:
+            one = one_file_extract(warcs, args.work / size, args.width, args.split_bytes)
             one["ratio"] = round(floor_s / one["extract_wall_s"], 3)
             entry["one_file"] = one
             print(f"   one WARC of {one['records']} records ({one['file_mb']} MB, {one['units']} units): "
@@ -238,7 +244,7 @@ def main() -> None:
         args.work.mkdir(parents=True, exist_ok=True)
         (args.work.parent / "clean_dedup_e2e.json").write_text(json.dumps(results, indent=2) + "\n")
     s = results["sizes"]
-    if "small" in s and "large" in s:
+    if all(k in s and "command" in s[k] for k in ("small", "large")):
         r = s["large"]["command"]["peak_driver_rss_mb"] / max(1, s["small"]["command"]["peak_driver_rss_mb"])
         results["rss_large_over_small"] = round(r, 2)
         print(f"peak driver RSS, large / small: {r:.2f} (target <= 1.2)")
