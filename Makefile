@@ -26,7 +26,7 @@ QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
 QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
   examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
 
-.PHONY: setup demo test test-fast clean-dedup bench clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
+.PHONY: setup demo test test-fast clean-dedup bench bench-e2e clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
 setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN)
 
@@ -75,7 +75,7 @@ clean-dedup: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
-	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA)
+	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
@@ -145,6 +145,11 @@ bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/score.py --data build/bench/data
 	$(SPARK_ENV) $(PY) bench/near_dedup.py
 	$(SPARK_ENV) $(PY) bench/semantic_dedup.py
+
+# The whole `make clean-dedup` against the bare-trafilatura floor at 1.5k and 21k records, and one
+# 21k-record WARC through the extract stage (README, "Benchmark"; about 25 minutes on 2 quiet cores).
+bench-e2e: setup $(PY_FILES)
+	$(PY) bench/clean_dedup_e2e.py
 
 clean:
 	rm -rf data build spark-warehouse

@@ -1,33 +1,43 @@
-"""Stage 2: normalise and clean text, identify the language, add heuristic signals, apply the rules."""
+"""Stage 2: normalise and clean text, identify the language, add heuristic signals, apply the rules.
+One work unit per Parquet file of extracted/."""
 from __future__ import annotations
 
+import functools
 import os
 import time
 
-from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+import pyarrow as pa
 
 from pipeline.batches import clean_columns, clean_partition
 from pipeline.langid import default_model_path
-from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
+from pipeline.runner import Runner, StageSpec, path_identity
+from pipeline.units import parquet_unit
 
 
-def run(spark, cfg, data_dir: str):
+def identity(cfg) -> dict:
+    return {"clean": cfg.clean, "lid_model": path_identity(str(default_model_path()))}
+
+
+def clean_unit(unit: dict, dirs, fp: str, clean_cfg, model: str) -> dict:
+    def transform(schema: pa.Schema):
+        out = pa.schema(list(schema) + [pa.field(n, t) for n, _, t in clean_columns()])
+        return clean_partition(clean_cfg, model, schema), out
+    return parquet_unit(unit["path"], transform, unit, dirs, fp)
+
+
+def run(spark, cfg, data_dir: str, ctx=None):
+    if ctx is None:  # called alone (tests, benches): through the runner, which always runs it
+        return Runner(spark, cfg, data_dir).run(SPEC, force=True).stats
     t0 = time.time()
     src = os.path.join(data_dir, "extracted")
-    docs = spark.read.parquet(src)
-    n_in, bytes_in = input_stats(docs, text_bytes())
-    out_ddl = ", ".join([f"`{f.name}` {f.dataType.simpleString()}" for f in docs.schema.fields] +
-                        [f"`{name}` {kind}" for name, kind, _ in clean_columns()])
-    model = default_model_path()
-    rows = docs.mapInArrow(clean_partition(cfg.clean, model, to_arrow_schema(docs.schema)),
-                           StructType.fromDDL(out_ddl))
-    return finish_stage(spark, "clean", rows, data_dir, "cleaned", t0=t0, input_desc=src,
-                        records_in=n_in, bytes_in=bytes_in)
+    markers = ctx.run_units(ctx.parquet_units(src),
+                            functools.partial(clean_unit, clean_cfg=cfg.clean, model=str(default_model_path())))
+    return ctx.commit("cleaned", markers, t0, input_desc=src)
 
+
+SPEC = StageSpec("clean", "cleaned", identity, run, previous=("extract", "extracted"))
 
 if __name__ == "__main__":
-    from jobs.common import parse_args
+    from jobs.common import run_alone
 
-    cfg, data = parse_args(__doc__)
-    print(run(get_spark("glassbox-clean", cfg.spark), cfg, data).summary())
+    run_alone(SPEC, __doc__)

@@ -1,26 +1,47 @@
-"""`make clean-dedup`: extract → clean → score → exact dedup as one Spark application.
+"""`make clean-dedup`: extract → clean → score → dedup as one Spark application, resumable.
 
 Each stage reads the previous stage's Parquet, so any of them can also be rerun alone
 (jobs/extract.py, jobs/clean.py, jobs/score.py, jobs/dedup.py with the same --config and --data).
+Rerunning this command after a crash continues where it stopped: finished stages whose inputs and
+config are unchanged are skipped, finished work units of the interrupted stage are reused
+(pipeline/runner.py). --fresh (FRESH=1) starts over.
 """
 from __future__ import annotations
 
 import time
 
-from jobs import clean, dedup, extract, score
-from jobs.common import parse_args
-from pipeline.spark import get_spark
+DRIVER_START = time.time()  # before the heavy imports: the bench splits the command's time with it
+
+from jobs import clean, dedup, extract, score  # noqa: E402
+from jobs.common import parse_args  # noqa: E402
+from pipeline.runner import Runner, StageSpec  # noqa: E402
+from pipeline.spark import get_spark  # noqa: E402
+from pipeline.units import write_json_atomic  # noqa: E402
+
+# Dedup compares documents across the whole corpus, so it is one unit: after a crash it reruns
+# whole from the finished scored/ input.
+DEDUP = StageSpec("dedup", "dedup", lambda cfg: {"dedup": cfg.dedup},
+                  lambda spark, cfg, data, ctx: dedup.run(spark, cfg, data),
+                  previous=("score", "scored"), units=False)
+STAGES = (extract.SPEC, clean.SPEC, score.SPEC, DEDUP)
 
 
 def main(argv=None) -> None:
-    cfg, data = parse_args(__doc__, argv)
-    t0 = time.time()
-    spark = get_spark("glassbox-clean-dedup", cfg.spark)
-    stats = [stage.run(spark, cfg, data) for stage in (extract, clean, score, dedup)]
+    cfg, data, fresh = parse_args(__doc__, argv, fresh=True)
+    t_checked = time.time()
+    runner = Runner(lambda: get_spark("glassbox-clean-dedup", cfg.spark), cfg, data, fresh=fresh)
+    for spec in STAGES:
+        runner.run(spec)
+    t_end = time.time()
+    master = runner.spark.sparkContext.master if runner.started_spark else "no Spark: nothing to do"
+    stats = [o.stats for o in runner.outcomes]
     first, last = stats[0], stats[-1]
-    print(f"\nclean-dedup: {cfg.path} -> {data}  ({time.time() - t0:.1f}s on {spark.sparkContext.master})")
-    for s in stats:
-        print("  " + s.summary())
+    print(f"\nclean-dedup: {cfg.path} -> {data}  ({t_end - DRIVER_START:.1f}s in the driver, {master})")
+    print(runner.table())
+    stage_s = sum(o.wall_s for o in runner.outcomes)
+    print(f"  driver: imports and config check {t_checked - DRIVER_START:.1f}s, Spark session "
+          f"{runner.session_s:.1f}s, stages {stage_s:.1f}s, between stages "
+          f"{max(0.0, t_end - t_checked - runner.session_s - stage_s):.1f}s")
     for d in stats[2].extra.get("distributions", []):
         if d["source"] == "*" and (d["quality_ft"] or d["perplexity"]):
             q, p = d["quality_ft"] or {}, d["perplexity"] or {}
@@ -29,6 +50,12 @@ def main(argv=None) -> None:
     print(f"  kept {last.records_out} of {first.records_in} input records "
           f"({last.bytes_out / 1e6:.2f} MB of text); documents in {data}/dedup, "
           f"dropped ones with their reasons in {data}/rejected, counts in {data}/stats")
+    write_json_atomic(f"{data}/stats/run.json", {
+        "driver_started_at": DRIVER_START, "config_checked_at": t_checked, "session_s": runner.session_s,
+        "finished_at": t_end, "master": master,
+        "stages": [{"stage": o.stats.stage, "status": o.status, "wall_s": o.wall_s, "units": o.units,
+                    "units_reused": o.reused, "records_in": o.stats.records_in,
+                    "records_out": o.stats.records_out} for o in runner.outcomes]})
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Argument handling shared by the job entry points: check the config before Spark starts."""
+"""Argument handling shared by the job entry points (check the config before Spark starts), and the
+stage specs the runner chains (pipeline/runner.py)."""
 from __future__ import annotations
 
 import argparse
@@ -8,14 +9,31 @@ import sys
 from pipeline.config import ConfigError, PipelineConfig, load_config
 
 
-def parse_args(description: str, argv: list[str] | None = None) -> tuple[PipelineConfig, str]:
+def parse_args(description: str, argv: list[str] | None = None,
+               fresh: bool = False) -> tuple[PipelineConfig, str] | tuple[PipelineConfig, str, bool]:
+    """(config, data dir), plus the --fresh flag when `fresh` (the chained command takes it)."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--config", required=True, help="pipeline YAML/JSON (sources, extract, clean, dedup)")
     ap.add_argument("--data", required=True, help="output folder (extracted/, cleaned/, dedup/, rejected/, stats/)")
+    if fresh:
+        ap.add_argument("--fresh", action="store_true",
+                        help="forget finished stages and units in --data and start over")
     args = ap.parse_args(argv)
     try:
         cfg = load_config(args.config)
     except ConfigError as e:
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
-    return cfg, os.path.abspath(args.data)
+    data = os.path.abspath(args.data)
+    return (cfg, data, args.fresh) if fresh else (cfg, data)
+
+
+def run_alone(spec, doc: str, argv: list[str] | None = None) -> None:
+    """A stage as its own job (`spark-submit jobs/<stage>.py`): it always runs, on the previous
+    stage's output, and reuses units an interrupted run of the same stage left."""
+    from pipeline.runner import Runner
+    from pipeline.spark import get_spark
+
+    cfg, data = parse_args(doc, argv)
+    outcome = Runner(get_spark(f"glassbox-{spec.name}", cfg.spark), cfg, data).run(spec, force=True)
+    print(outcome.stats.summary())

@@ -1,28 +1,43 @@
-"""Stage 1: read every source file into documents (HTML extraction for WARC), one Spark task a file."""
+"""Stage 1: read every source file into documents (HTML extraction for WARC). One work unit per
+file, or per byte range of a gzipped WARC/WET file bigger than `extract.split_bytes`, so one big
+file uses every core; each unit writes its own Parquet files (pipeline/units.py)."""
 from __future__ import annotations
 
-import os
+import functools
 import time
 
-from pipeline.batches import EXTRACT_DDL, extract_partition
-from pipeline.spark import finish_stage, get_spark
+from pipeline.batches import EXTRACT_ARROW, extract_batches
+from pipeline.runner import Runner, StageSpec
+from pipeline.splits import plan_extract_units
+from pipeline.units import run_unit
 
-FILES_DDL = "path string, source string, format string, text_field string, id_field string"
+
+def identity(cfg) -> dict:
+    """What the stage's result depends on: the settings and every input file's size and version."""
+    return {"extract": cfg.extract,
+            "sources": [[name, s.format, s.text_field, s.id_field, [[f.path, f.size, f.version] for f in s.inputs]]
+                        for name, s in sorted(cfg.sources.items())]}
 
 
-def run(spark, cfg, data_dir: str):
+def extract_unit(unit: dict, dirs, fp: str, extract_cfg) -> dict:
+    return run_unit(unit, extract_batches(unit, extract_cfg), EXTRACT_ARROW, dirs, fp,
+                    size_column="payload_bytes")
+
+
+def run(spark, cfg, data_dir: str, ctx=None):
+    if ctx is None:  # called alone (tests, benches): through the runner, which always runs it
+        return Runner(spark, cfg, data_dir).run(SPEC, force=True).stats
     t0 = time.time()
-    files = [(path, name, src.format, src.text_field, src.id_field) for path, name, src in cfg.input_files()]
-    # Biggest files first, so one large file does not start last and hold the stage up.
-    files.sort(key=lambda f: (-os.path.getsize(f[0]), f[0]))
-    listing = spark.sparkContext.parallelize(files, max(1, len(files))).toDF(FILES_DDL)
-    rows = listing.mapInArrow(extract_partition(cfg.extract), EXTRACT_DDL)
-    return finish_stage(spark, "extract", rows, data_dir, "extracted", t0=t0,
-                        input_desc=f"{len(files)} files ({', '.join(sorted(cfg.sources))})")
+    units = plan_extract_units(cfg)
+    markers = ctx.run_units(units, functools.partial(extract_unit, extract_cfg=cfg.extract))
+    files = len({u["path"] for u in units})
+    return ctx.commit("extracted", markers, t0,
+                      input_desc=f"{files} files in {len(units)} units ({', '.join(sorted(cfg.sources))})")
 
+
+SPEC = StageSpec("extract", "extracted", identity, run)
 
 if __name__ == "__main__":
-    from jobs.common import parse_args
+    from jobs.common import run_alone
 
-    cfg, data = parse_args(__doc__)
-    print(run(get_spark("glassbox-extract", cfg.spark), cfg, data).summary())
+    run_alone(SPEC, __doc__)

@@ -1,7 +1,8 @@
 """What runs inside Spark's Python workers: Arrow batches in, Arrow batches out.
 
-Each factory returns a function for `DataFrame.mapInArrow`. They close over plain config objects
-(pickled to executors) and load models once per worker process, not once per batch.
+Each factory returns a function from Arrow batches to Arrow batches, run by a stage's work units
+(pipeline/units.py) or by `DataFrame.mapInArrow`. They close over plain config objects (pickled to
+executors) and load models once per worker process, not once per batch.
 """
 from __future__ import annotations
 
@@ -14,30 +15,26 @@ from pipeline.schema import ROW_KEYS
 from pipeline.sources import read_source_file
 
 # One row per record seen by the extract stage (see pipeline.schema.ROW_KEYS).
-_EXTRACT_TYPES = {"http_status": ("int", pa.int32()), "payload_bytes": ("bigint", pa.int64())}
-EXTRACT_DDL = ", ".join(f"{k} {_EXTRACT_TYPES.get(k, ('string',))[0]}" for k in ROW_KEYS)
-EXTRACT_ARROW = pa.schema([(k, _EXTRACT_TYPES.get(k, (None, pa.string()))[1]) for k in ROW_KEYS])
+_EXTRACT_TYPES = {"http_status": pa.int32(), "payload_bytes": pa.int64()}
+EXTRACT_ARROW = pa.schema([(k, _EXTRACT_TYPES.get(k, pa.string())) for k in ROW_KEYS])
 
 # Bookkeeping columns a stage adds to every row and drops from its kept documents.
 STATUS_COLUMNS = ("status", "reason", "detail")
 ROWS_PER_BATCH = 128
 
 
-def extract_partition(extract_cfg) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Input rows name files (path, source, format, text_field, id_field); output rows are records."""
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for f in batch.to_pylist():
-                rows = []
-                for row in read_source_file(f["path"], f["source"], f["format"], extract_cfg,
-                                            f["text_field"], f["id_field"]):
-                    rows.append(row)
-                    if len(rows) >= ROWS_PER_BATCH:
-                        yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
-                        rows = []
-                if rows:
-                    yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
-    return run
+def extract_batches(unit: dict, extract_cfg) -> Iterator[pa.RecordBatch]:
+    """The records of one extract unit (a file, or a byte range of one) as Arrow batches."""
+    rows = []
+    for row in read_source_file(unit["path"], unit["source"], unit["format"], extract_cfg,
+                                unit.get("text_field") or "text", unit.get("id_field") or "id",
+                                unit.get("start", 0), unit.get("end")):
+        rows.append(row)
+        if len(rows) >= ROWS_PER_BATCH:
+            yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)
 
 
 def _spark_type(kind: str) -> tuple[str, pa.DataType]:

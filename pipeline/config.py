@@ -6,7 +6,6 @@ after an hour of extraction costs an hour.
 from __future__ import annotations
 
 import dataclasses
-import glob
 import json
 import os
 import sys
@@ -22,11 +21,10 @@ from pipeline.dedup.near import NearDedupConfig
 from pipeline.dedup.semantic import SemanticDedupConfig
 from pipeline.extract import ExtractConfig
 from pipeline.scoring import ScoreConfig, validate_score_config
+from pipeline.storage import InputFile, StorageError, glob_inputs, is_url
 from pipeline.tokenize import TokenizeConfig
 
 FORMATS = ("warc", "wet", "jsonl", "parquet", "text")
-# Schemes the Python readers cannot open by themselves; their paths are checked by Spark, not here.
-REMOTE_PREFIXES = ("hdfs://", "s3://", "s3a://", "gs://", "abfs://", "abfss://", "wasbs://")
 
 
 class ConfigError(ValueError):
@@ -38,9 +36,10 @@ class SourceConfig:
     name: str
     format: str
     paths: list[str]          # patterns as written in the config
-    files: list[str]          # what the patterns matched, sorted, absolute
+    files: list[str]          # what the patterns matched, sorted, absolute (or URLs)
     text_field: str = "text"
     id_field: str = "id"
+    inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
 
 
 @dataclass
@@ -125,28 +124,25 @@ def _rules(key: str, value: list) -> None:
         raise ConfigError(f"{key}: {e}") from None
 
 
-def _expand(pattern: str, base: Path) -> list[str]:
-    if pattern.startswith(REMOTE_PREFIXES):
-        raise ConfigError(
-            f"{pattern}: remote filesystems are not read yet; copy the files to a path every executor "
-            "can read (local disk or a shared mount) and list that path")
-    pattern = pattern[len("file://"):] if pattern.startswith("file://") else pattern
-    p = Path(pattern).expanduser()
-    full = p if p.is_absolute() else base / p
-    return sorted(str(Path(m).resolve()) for m in glob.glob(str(full), recursive=True) if Path(m).is_file())
-
-
-def _match_paths(key: str, patterns: list[str], base: Path) -> list[str]:
-    """Every file the patterns match; a pattern that matches nothing is a config error."""
-    files: list[str] = []
+def _match_inputs(key: str, patterns: list[str], base: Path) -> list[InputFile]:
+    """Every file the patterns match (local globs, or object-store URLs listed through fsspec);
+    a pattern that matches nothing, or a store that cannot be listed, is a config error."""
+    files: list[InputFile] = []
     for pattern in patterns:
-        matched = _expand(pattern, base)
+        try:
+            matched = glob_inputs(pattern, base)
+        except StorageError as e:
+            raise ConfigError(f"{key}.paths: {e}") from None
         if not matched:
-            shown = pattern if Path(pattern).is_absolute() else str(base / pattern)
+            shown = pattern if is_url(pattern) or Path(pattern).is_absolute() else str(base / pattern)
             raise ConfigError(f"{key}.paths: no file matches {pattern!r} (looked for {shown}); "
                               "fix the pattern or run from the directory it is relative to")
         files.extend(matched)
     return files
+
+
+def _match_paths(key: str, patterns: list[str], base: Path) -> list[str]:
+    return [f.path for f in _match_inputs(key, patterns, base)]
 
 
 def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
@@ -175,9 +171,10 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
                 raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
             if not isinstance(raw[k], str) or not raw[k]:
                 raise ConfigError(f"{key}.{k}: expected a field name (string), got {raw[k]!r}")
-    files = _match_paths(key, paths, base)
-    return SourceConfig(name=name, format=fmt, paths=paths, files=sorted(set(files)),
-                        text_field=raw.get("text_field", "text"), id_field=raw.get("id_field", "id"))
+    inputs = sorted({f.path: f for f in _match_inputs(key, paths, base)}.values(), key=lambda f: f.path)
+    return SourceConfig(name=name, format=fmt, paths=paths, files=[f.path for f in inputs],
+                        text_field=raw.get("text_field", "text"), id_field=raw.get("id_field", "id"),
+                        inputs=inputs)
 
 
 def _build_dedup(raw: Any) -> DedupConfig:
@@ -304,7 +301,8 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         score=score,
         sources=sources,
         extract=_build_dataclass(ExtractConfig, "extract", raw.get("extract"),
-                                 {"timeout_s": _positive, "max_payload_bytes": _positive}),
+                                 {"timeout_s": _positive, "max_payload_bytes": _positive,
+                                  "split_bytes": _positive}),
         clean=_build_dataclass(CleanConfig, "clean", raw.get("clean"),
                                {"languages": _languages, "rules": _rules}, nullable=("languages",)),
         dedup=_build_dedup(raw.get("dedup")),

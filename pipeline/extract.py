@@ -6,17 +6,15 @@ Every record of a file becomes exactly one row: `kept` with text, `rejected` wit
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
 from dataclasses import dataclass
 from typing import Iterator
 
-import trafilatura
-
 from pipeline.charset import decode_html, looks_binary
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE, local_path, make_row
+from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.storage import basename, open_input
 from pipeline.warc import Record, Unreadable, iter_records
 
 # trafilatura and its helpers log every odd page at INFO/WARNING; the reasons go into our rows.
@@ -41,6 +39,9 @@ class ExtractConfig:
     include_tables: bool = True
     include_comments: bool = False
     deduplicate: bool = False  # measured: no F1 change on AEB, and it is per-process state
+    # Gzipped WARC/WET files bigger than this are read as several work units (byte ranges cut at
+    # record boundaries), so one big file uses every core and a crash loses at most one range.
+    split_bytes: int = 32 << 20
 
 
 class ExtractionTimeout(Exception):
@@ -93,6 +94,8 @@ def trafilatura_kwargs(cfg: ExtractConfig) -> dict:
 
 def extract_html(html: str, url: str | None, cfg: ExtractConfig) -> str | None:
     """Main text of one HTML page as plain text, or None. Raises ExtractionTimeout."""
+    import trafilatura  # here, not at module level: the config check imports this module too
+
     kwargs = trafilatura_kwargs(cfg)
     return _with_deadline(lambda: trafilatura.extract(html, url=url, **kwargs), cfg.timeout_s)
 
@@ -108,7 +111,7 @@ def _row(source: str, path: str, **fields) -> dict:
 
 def _unreadable_row(source: str, path: str, u: Unreadable) -> dict:
     # The basename, not the full path: the same file read from another directory gets the same id.
-    ident = doc_id(source, os.path.basename(local_path(path)), u.offset, u.reason, content=b"")
+    ident = doc_id(source, basename(path), u.offset, u.reason, content=b"")
     return _row(source, path, id=ident, status=UNREADABLE, reason=u.reason, detail=u.detail[:200])
 
 
@@ -156,23 +159,24 @@ def _judge_text(rec: Record, cfg: ExtractConfig) -> tuple:
     return text, "utf-8", None, None
 
 
-def extract_file(path: str, source: str, fmt: str, cfg: ExtractConfig) -> Iterator[dict]:
-    """One row per record of a WARC/ARC ('warc') or WET ('wet') file; see ROW_KEYS.
+def extract_file(path: str, source: str, fmt: str, cfg: ExtractConfig, start: int = 0,
+                 end: int | None = None) -> Iterator[dict]:
+    """One row per record of a WARC/ARC ('warc') or WET ('wet') file, or of the byte range
+    [start, end) of a gzipped one (see pipeline.warc); see ROW_KEYS.
 
     Records are routed by their type: `conversion` records carry text (WET), `response` and
     `resource` records carry HTML to extract. `fmt` says what the source is expected to hold.
     """
     if fmt not in ("warc", "wet"):
         raise ValueError(f"extract_file: fmt must be 'warc' or 'wet', got {fmt!r}")
-    local = local_path(path)
     try:
-        f = open(local, "rb")
-    except OSError as e:
+        f = open_input(path)
+    except (OSError, ValueError) as e:  # missing file, or a store that refuses (StorageError)
         yield _unreadable_row(source, path, Unreadable(
-            "unreadable_file", f"{type(e).__name__}: {e.strerror or e}", 0))
+            "unreadable_file", f"{type(e).__name__}: {getattr(e, 'strerror', None) or e}", 0))
         return
     with f:
-        for item in iter_records(f, max_payload_bytes=cfg.max_payload_bytes):
+        for item in iter_records(f, max_payload_bytes=cfg.max_payload_bytes, start=start, end=end):
             if isinstance(item, Unreadable):
                 yield _unreadable_row(source, path, item)
                 continue

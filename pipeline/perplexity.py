@@ -62,10 +62,24 @@ def _keep(ch: str) -> bool:
     return cat != "Mn" and (cat not in ("Cc", "Cf") or ch in "\t\n")
 
 
+class _DropTable(dict):
+    """A str.translate table that drops what `_keep` refuses, filled as characters are first seen:
+    the per-character test runs once per distinct character, not once per character of the corpus
+    (it was two thirds of the score stage's time)."""
+
+    def __missing__(self, code: int):
+        value = code if _keep(chr(code)) else None
+        self[code] = value
+        return value
+
+
+_DROP = _DropTable()
+
+
 def normalize_for_lm(line: str) -> str:
     """One line of text -> the form the language model is trained and queried on (see module doc)."""
     line = unicodedata.normalize("NFD", line.lower().translate(_PUNCT))
-    line = "".join(ch for ch in line if _keep(ch))
+    line = line.translate(_DROP)
     line = unicodedata.normalize("NFC", line)
     line = _DIGIT.sub("0", line)
     return _SPACE.sub(" ", line).strip()

@@ -14,14 +14,16 @@ import zlib
 from typing import Iterator
 
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE, local_path, make_row
+from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.storage import open_input
 
 GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _open_maybe_gzip(path: str):
-    fh = open(local_path(path), "rb")
-    head = fh.peek(2)[:2] if hasattr(fh, "peek") else b""
+    fh = open_input(path)
+    head = fh.read(2)
+    fh.seek(0)
     return gzip.GzipFile(fileobj=fh) if head == GZIP_MAGIC else fh
 
 
@@ -93,7 +95,7 @@ def read_parquet(path: str, source: str, text_field: str = "text", id_field: str
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(local_path(path))
+        pf = pq.ParquetFile(open_input(path))
     except Exception as e:  # pyarrow raises several types for a corrupt footer
         yield _unreadable(source, path, "bad_parquet", f"{type(e).__name__}: {e}", "footer")
         return
@@ -117,11 +119,12 @@ def read_parquet(path: str, source: str, text_field: str = "text", id_field: str
 
 
 def read_source_file(path: str, source: str, fmt: str, extract_cfg, text_field: str = "text",
-                     id_field: str = "id") -> Iterator[dict]:
-    """Rows for one input file, whatever its format."""
+                     id_field: str = "id", start: int = 0, end: int | None = None) -> Iterator[dict]:
+    """Rows for one input file (or, for a gzipped WARC/WET, the byte range [start, end) of one),
+    whatever its format."""
     if fmt in ("warc", "wet"):
         from pipeline.extract import extract_file
-        yield from extract_file(path, source, fmt, extract_cfg)
+        yield from extract_file(path, source, fmt, extract_cfg, start, end)
     elif fmt == "jsonl":
         yield from read_jsonl(path, source, text_field, id_field)
     elif fmt == "parquet":

@@ -8,8 +8,8 @@ first record. Importing them here makes every fork start warm. Enabled with
 """
 import importlib
 
-for _module in ("pyarrow", "pipeline.batches", "pipeline.extract", "pipeline.clean",
-                "pipeline.langid", "pipeline.dedup.exact"):
+for _module in ("pyarrow", "pyarrow.parquet", "trafilatura", "pipeline.batches", "pipeline.units",
+                "pipeline.extract", "pipeline.clean", "pipeline.langid", "pipeline.dedup.exact"):
     try:
         importlib.import_module(_module)
     except Exception:  # a missing extra must not take the daemon, and so every Python task, down

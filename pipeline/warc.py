@@ -9,6 +9,11 @@ Three layers:
            After a bad record it resynchronises on the next `WARC/1.` line (or ARC header line).
 
 Nothing is read whole: payloads above `max_payload_bytes` are skipped without buffering.
+
+A gzipped WARC can be read in byte ranges (work units of one big file): a range owns the records
+whose gzip member starts inside it and begins with `WARC/`. `find_record_member` finds the first
+such member at or after an offset with a short scan, and the reader of the range before stops at
+that same member, so every record is read by exactly one range, whole.
 """
 from __future__ import annotations
 
@@ -52,14 +57,21 @@ class Record:
 class Unreadable:
     reason: str
     detail: str
-    offset: int
+    offset: int | str  # in gzip files "member file offset+offset inside": the same however read
 
 
 class _Source:
-    """Decompressed chunks from a raw file; gzip is detected by magic bytes, not by the file name."""
+    """Decompressed chunks from a raw file; gzip is detected by magic bytes, not by the file name.
 
-    def __init__(self, f: BinaryIO):
+    `base` is the file offset `f` is positioned at; with `end`, the source ends before the first gzip
+    member at or after `end` that starts a record (the next range's first)."""
+
+    def __init__(self, f: BinaryIO, base: int = 0, end: int | None = None):
         self._f = f
+        self._end = end
+        self._read_total = base     # file offset just past the bytes read so far
+        self.produced = 0           # decompressed bytes handed out so far
+        self.members: list[tuple[int, int]] = []  # (decompressed start, file offset) of each member
         self._raw = b""            # input not yet handed to the decompressor
         self._d = None             # zlib decompressobj of the current gzip member
         self._resyncing = False    # after an error, stay quiet until a member decodes again
@@ -73,7 +85,9 @@ class _Source:
 
     def _read_raw(self) -> bytes:
         try:
-            return self._f.read(_RAW_CHUNK)
+            data = self._f.read(_RAW_CHUNK)
+            self._read_total += len(data)
+            return data
         except OSError as e:  # a read error mid-file ends the file, with a reason
             self._fail("unreadable_file", f"read error: {e}")
             self.eof = True
@@ -96,6 +110,7 @@ class _Source:
             data, self._raw = (self._raw, b"") if self._raw else (self._read_raw(), b"")
             if not data:
                 self.eof = True
+            self.produced += len(data)
             return data
         while self.error is None and not self.eof:
             if not self._raw:
@@ -124,8 +139,28 @@ class _Source:
                 self._raw = self._d.unconsumed_tail
             if out:
                 self._resyncing = False
+                self.produced += len(out)
                 return out
         return b""
+
+    def _starts_record(self) -> bool:
+        """Does the gzip member at the head of self._raw begin with a WARC record?"""
+        while len(self._raw) < 1024:
+            more = self._read_raw()
+            if not more:
+                break
+            self._raw += more
+        return _member_starts_record(self._raw)
+
+    def locate(self, pos: int) -> int | str:
+        """A position that does not depend on where reading started: the file offset of the gzip
+        member holding decompressed offset `pos` plus the offset inside it ("member+delta")."""
+        if not self.gzip:
+            return pos
+        for start, offset in reversed(self.members):
+            if start <= pos:
+                return f"{offset}+{pos - start}"
+        return pos
 
     def _start_member(self) -> bool:
         """Find the next gzip header in self._raw (reading more as needed) and open a member.
@@ -135,6 +170,12 @@ class _Source:
         """
         while True:
             if self._raw.startswith(_GZIP_MAGIC):
+                offset = self._read_total - len(self._raw)
+                if self._end is not None and offset >= self._end and self._starts_record():
+                    self._raw = b""
+                    self.eof = True  # the next range's first record
+                    return False
+                self.members.append((self.produced, offset))
                 self._d = zlib.decompressobj(31)
                 return True
             if len(self._raw) < len(_GZIP_MAGIC):
@@ -154,6 +195,41 @@ class _Source:
                 self._fail("corrupt_gzip", f"{len(junk)} bytes of non-gzip data")
                 if self.error is not None:
                     return False
+
+
+def _member_starts_record(raw: bytes) -> bool:
+    try:
+        start = zlib.decompressobj(31).decompress(raw[:4096], 16)
+    except zlib.error:
+        return False
+    return start.startswith(b"WARC/")
+
+
+def find_record_member(f: BinaryIO, start: int, end: int | None) -> int | None:
+    """File offset of the first gzip member at or after `start` (and before `end`) that begins a
+    WARC record, or None. Reads forward from `start` only; a false gzip magic inside compressed data
+    fails to decode to `WARC/` and is passed over."""
+    f.seek(start)
+    buf, buf_off = b"", start
+    while True:
+        chunk = f.read(1 << 20)
+        buf += chunk
+        i = 0
+        while True:
+            j = buf.find(_GZIP_MAGIC, i)
+            if j < 0 or (end is not None and buf_off + j >= end):
+                break
+            if len(buf) - j < 4096 and chunk:  # need more bytes to judge this candidate
+                break
+            if _member_starts_record(buf[j:j + 4096]):
+                return buf_off + j
+            i = j + 1
+        if j >= 0 and end is not None and buf_off + j >= end:
+            return None
+        if not chunk:
+            return None
+        keep = j if j >= 0 else max(len(buf) - 2, 0)
+        buf, buf_off = buf[keep:], buf_off + keep
 
 
 def _junk_then_gzip_record(head: bytes) -> bool:
@@ -693,9 +769,9 @@ def _arc_fields(line: bytes):
 class RecordIterator:
     """Iterator over Record/Unreadable with a `skipped` Counter of record types not yielded."""
 
-    def __init__(self, source, *, max_payload_bytes: int):
+    def __init__(self, source, *, max_payload_bytes: int, start: int = 0, end: int | None = None):
         self.skipped: Counter = Counter()
-        self._gen = self._run(source, max_payload_bytes)
+        self._gen = self._run(source, max_payload_bytes, start, end)
 
     def __iter__(self):
         return self
@@ -703,7 +779,7 @@ class RecordIterator:
     def __next__(self):
         return next(self._gen)
 
-    def _run(self, source, max_payload_bytes: int):
+    def _run(self, source, max_payload_bytes: int, start: int, end: int | None):
         opened = None
         if isinstance(source, (str, os.PathLike)):
             try:
@@ -713,18 +789,30 @@ class RecordIterator:
                 return
             source = opened
         try:
-            parser = _Parser(_Stream(_Source(source)), max_payload_bytes)
+            if start > 0:  # a later range of a gzipped WARC: begin at its first record's member
+                start = find_record_member(source, start, end)
+                if start is None:
+                    return
+                source.seek(start)
+            src = _Source(source, base=start, end=end)
+            parser = _Parser(_Stream(src), max_payload_bytes)
             self.skipped = parser.skipped
-            yield from parser.records()
+            for item in parser.records():
+                if isinstance(item, Unreadable):
+                    item.offset = src.locate(item.offset)
+                yield item
         finally:
             if opened is not None:
                 opened.close()
 
 
-def iter_records(fileobj_or_path, *, max_payload_bytes: int) -> RecordIterator:
+def iter_records(fileobj_or_path, *, max_payload_bytes: int, start: int = 0,
+                 end: int | None = None) -> RecordIterator:
     """Stream the response/resource/conversion records of a WARC or ARC file (gzipped or not).
 
     Yields `Record` for each readable record and `Unreadable` for each damaged stretch; never raises
     for bad data. `.skipped` counts the record types passed over (request, metadata, ...).
+    With `start`/`end` (byte offsets of a gzipped WARC, file seekable) only the records of that
+    range: those whose gzip member starts in [start, end) and begins with `WARC/`.
     """
-    return RecordIterator(fileobj_or_path, max_payload_bytes=max_payload_bytes)
+    return RecordIterator(fileobj_or_path, max_payload_bytes=max_payload_bytes, start=start, end=end)

@@ -33,9 +33,11 @@ def spark():
     session.stop()
 
 
-def make(*args, timeout=900, **popen):
-    """`make ARGS` in the repository as a user runs it: without this process's Spark settings."""
+def make(*args, timeout=900, env_extra: dict | None = None, **popen):
+    """`make ARGS` in the repository as a user runs it: without this process's Spark settings
+    (`env_extra`: variables the user would have set, e.g. credentials)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    env.update(env_extra or {})
     cmd = ["make", "--no-print-directory", *args]
     if popen:
         return subprocess.Popen(cmd, cwd=REPO, env=env, text=True, **popen)

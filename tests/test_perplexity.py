@@ -150,3 +150,24 @@ def test_train_tiny_model_end_to_end(tmp_path):
     p = s.perplexity("The species is found in the eastern Atlantic Ocean.")
     assert p is not None and 1 < p < 10_000
     assert not list(out.glob(".kenlm-*"))  # the temporary folder is gone
+
+
+def test_normalisation_drops_exactly_what_keep_refuses():
+    """The translate table gives what a per-character filter gives, on every kind of character."""
+    import random
+    import re
+    import unicodedata
+
+    from pipeline.perplexity import _PUNCT, _keep, normalize_for_lm
+
+    def reference(line: str) -> str:
+        line = unicodedata.normalize("NFD", line.lower().translate(_PUNCT))
+        line = unicodedata.normalize("NFC", "".join(ch for ch in line if _keep(ch)))
+        return re.sub(r"\s+", " ", re.sub(r"\d", "0", line)).strip()
+
+    rng = random.Random(0)
+    alphabet = [chr(c) for c in [*range(0, 0x250), *range(0x300, 0x370), *range(0x2000, 0x2070),
+                                 0x200b, 0x200d, 0xfeff, 0x4e2d, 0x0915, 0x093f, 0x1f600]]
+    for _ in range(300):
+        line = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60)))
+        assert normalize_for_lm(line) == reference(line), repr(line)

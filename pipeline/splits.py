@@ -1,0 +1,32 @@
+"""The extract stage's work units: one per input file, several per big gzipped WARC/WET file.
+
+A big file is cut into byte ranges of `extract.split_bytes`; each range reads the records whose gzip
+member starts inside it (pipeline.warc), so records stay whole and each range's reader finds its
+first record with a short forward scan: no index of the file is built or held anywhere.
+"""
+from __future__ import annotations
+
+from pipeline.units import unit_name
+
+SPLITTABLE = ("warc", "wet")
+
+
+def plan_extract_units(cfg) -> list[dict]:
+    """Units for every input file of the config, biggest first (a big one must not start last)."""
+    split = cfg.extract.split_bytes
+    units = []
+    for name, src in sorted(cfg.sources.items()):
+        for f in src.inputs:
+            common = {"path": f.path, "source": name, "format": src.format,
+                      "text_field": src.text_field, "id_field": src.id_field}
+            if src.format in SPLITTABLE and f.path.endswith(".gz") and f.size > split:
+                starts = list(range(0, f.size, split))
+                for i, start in enumerate(starts):
+                    end = starts[i + 1] if i + 1 < len(starts) else None
+                    units.append({**common, "name": unit_name(name, f.path, start), "start": start,
+                                  "end": end, "weight": (end or f.size) - start})
+            else:
+                units.append({**common, "name": unit_name(name, f.path, 0), "start": 0, "end": None,
+                              "weight": f.size})
+    units.sort(key=lambda u: (-u["weight"], u["path"], u["start"]))
+    return units
