@@ -181,9 +181,9 @@ def test_a_kill_after_a_rollback_resumes_past_it_without_replaying_it(setup, rol
     assert sorted(p.parent.name for p in run.glob("checkpoints/*/complete.json"))[-1] == "step_00000020"
     assert len(_rows(run / "spikes.jsonl")) == 1 and len(_rows(run / "rollbacks.jsonl")) == 1
     r = launch(manifest, cfg, run, nproc=2, sets=ROLLBACK, env=FAULT)
-    assert "the rollback of step 25 to it replayed from rollbacks.jsonl (data shift 5)" in r.stdout
-    assert "spike:" not in r.stdout
     assert len(_rows(run / "spikes.jsonl")) == 1 and len(_rows(run / "rollbacks.jsonl")) == 1
+    assert "spike:" not in r.stdout
+    assert "the rollback of step 25 to it replayed from rollbacks.jsonl (data shift 5)" in r.stdout
     ours, ref = _rows(run / "metrics.jsonl"), _rows(root / "rollback" / "metrics.jsonl")
     assert [x["step"] for x in ours] == list(range(1, 41))
     assert [(x["loss"], x["samples_consumed"]) for x in ours] == [(x["loss"], x["samples_consumed"]) for x in ref]

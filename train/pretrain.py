@@ -7,7 +7,9 @@ N must be parallel.tp * pp * dp of the config (``make pretrain`` computes it). `
 optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` as its horizon (or S when
 larger), so a run stopped at k and continued to n trains the same as one run to n. Running again with the
 same ``--run`` resumes from the newest complete checkpoint: model, optimizer, and the data cursor (step x
-global batch samples consumed). A plain ``python -m train.pretrain`` runs one process.
+global batch samples consumed), in the config's layout even when another wrote the checkpoint
+(train/reshard.py). ``--init DIR`` starts a new run from a Hugging Face Llama's weights (train/hf_import.py),
+saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
 
 The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
 node's local rank 0) -> run record, data order and the validation leakage check (rank 0) -> model as a
@@ -174,16 +176,17 @@ def main(argv=None) -> int:
         die_with_parent()
     args = parse_args(argv)
     try:
-        manifest = read_manifest(args.manifest)
         init_hf = None
         if args.init:        # the model's shape fills the config's unnamed model keys, then both are checked
             from train import hf_import
 
             init_hf = hf_import.read_config(args.init)
-            hf_import.check_vocabulary(args.init, init_hf, manifest)
             cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
         else:
             cfg = load_config(args.config, args.set)
+        manifest = read_manifest(args.manifest)
+        if init_hf:
+            hf_import.check_vocabulary(args.init, init_hf, manifest)
         plan = resolve(cfg, manifest, args.steps)
         if init_hf:
             hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
