@@ -8,7 +8,7 @@ Checked before any heavy work, each mistake named:
   plain rotary embeddings without scaling, head_dim = hidden_size / heads); tied input and output embeddings
   are accepted and untied (the head starts as a copy of the embedding);
 - the shape: keys of the trainer config's ``model`` section that the config file (or ``--set``) names must
-  equal the model's (``model.d_model: 128 in the config, INIT's config.json hidden_size is 64``); keys it does
+  equal the model's (``model.d_model: 128 in the trainer config, INIT's config.json hidden_size is 64``); keys it does
   not name are taken from the model's ``config.json`` (``model_overrides``), so a config with no model shape
   at all trains the model as it is;
 - the vocabulary: the model's tokenizer (``tokenizer.model``, else ``tokenizer.json``) must have the pieces of
@@ -167,7 +167,7 @@ def llama_name(hf_name: str) -> str:
 
 class Weights:
     """The directory's weights under ``train.model.Llama`` names, checked by name and shape up front (from the
-    file headers) and read one tensor at a time: each rank reads only what it holds.
+    file headers) and read one tensor at a time: each rank reads only its pipeline stage's tensors.
     ``weights(name)`` -> {"fp32": full tensor, vocabulary rows zero-padded, "step": None}."""
 
     def __init__(self, init_dir, mcfg, hf: dict):

@@ -190,6 +190,7 @@ def main(argv=None) -> int:
         plan = resolve(cfg, manifest, args.steps)
         if init_hf:
             hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
+            init_weights = hf_import.Weights(args.init, plan["_mcfg"], init_hf)   # names and shapes checked
     except (ConfigError, ManifestError) as e:
         if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
             print(f"error: {e}", file=sys.stderr)
@@ -322,7 +323,7 @@ def main(argv=None) -> int:
         if latest:
             state = load_checkpoint(start)
         elif args.init:
-            hf_import.apply(engine, hf_import.Weights(args.init, mcfg, init_hf), mcfg.n_layers, group)
+            hf_import.apply(engine, init_weights, mcfg.n_layers, group)
     except (reshard.ReshardError, ConfigError) as e:
         err = str(e)
     _exit_on_any(err)

@@ -49,18 +49,14 @@ class ReshardError(RuntimeError):
 
 
 def saved_layout(ckpt_dir: Path) -> dict:
-    """tp, pp, dp and ZeRO stage a checkpoint was written with: its complete.json, or for checkpoints from
-    before the ZeRO stage was recorded there, the run's config.json (``<run>/checkpoints/step_N``)."""
+    """tp, pp, dp and ZeRO stage a checkpoint was written with: its complete.json; for checkpoints from before
+    the ZeRO stage was recorded there, the stage its files show (ZeRO partitions or none)."""
     ckpt_dir = Path(ckpt_dir)
     info = json.loads((ckpt_dir / COMPLETE).read_text())
     out = {k: int(v) for k, v in (info.get("layout") or {}).items() if k in LAYOUT_KEYS}
-    if set(out) != set(LAYOUT_KEYS):
-        run_cfg = ckpt_dir.parent.parent / "config.json"
-        cfg = (json.loads(run_cfg.read_text()).get("config") or {}) if run_cfg.is_file() else {}
-        for k in ("tp", "pp", "dp"):
-            out.setdefault(k, int((cfg.get("parallel") or {}).get(k, 1)))
-        out.setdefault("zero_stage", int((cfg.get("train") or {}).get("zero_stage", 1)))
-    return {k: out[k] for k in LAYOUT_KEYS}
+    if "zero_stage" not in out:
+        out["zero_stage"] = 1 if any(ckpt_dir.glob("*zero_pp_rank_0_mp_rank_*_optim_states.pt")) else 0
+    return {k: out.get(k, 1) for k in LAYOUT_KEYS}
 
 
 def describe(layout: dict) -> str:
