@@ -141,10 +141,9 @@ def test_the_run_record_notes_the_layout_change(runs):
     root = runs["root"]
     inv = json.loads((root / "D" / "run.json").read_text())["invocations"]
     changes = [i["layout_change"] for i in inv if "layout_change" in i]
-    assert changes == [
-        {"step": 10, "from": {"tp": 2, "pp": 2, "dp": 2, "zero_stage": 1}, "to": {"tp": 2, "pp": 1, "dp": 1, "zero_stage": 1}},
-        {"step": 15, "from": {"tp": 2, "pp": 1, "dp": 1, "zero_stage": 1}, "to": {"tp": 1, "pp": 2, "dp": 2, "zero_stage": 1}},
-    ]
+    lay = lambda tp, pp, dp: {"tp": tp, "pp": pp, "dp": dp, "zero_stage": 1}     # noqa: E731
+    assert changes == [{"step": 10, "from": lay(2, 2, 2), "to": lay(2, 1, 1)},
+                       {"step": 15, "from": lay(2, 1, 1), "to": lay(1, 2, 2)}]
     resolved = json.loads((root / "D" / "config.json").read_text())
     assert resolved["config"]["parallel"] == {"tp": 1, "pp": 2, "dp": 2} and resolved["world_size"] == 4
     assert not (root / "D" / "reshard").exists()                     # the conversion is removed once loaded

@@ -25,7 +25,8 @@ DeepSpeed's universal checkpoint (``deepspeed/checkpoint/``), written for this t
 Nothing is rounded on the way: a state loaded into another layout and saved again is bit-identical, and the
 trainer's losses after a layout change match those of the unchanged run as closely as two layouts ever
 agree (summation order; tests/test_train_reshard.py). Memory: ``convert`` reads the partitions memory-mapped
-and holds one parameter at a time; ``apply_state`` one full (unsplit) parameter at a time.
+and holds one parameter at a time; ``apply_state`` one full (unsplit) parameter at a time. Disk: the converted
+state, 12 bytes per parameter, until every rank has loaded it.
 
 The same ``apply_state`` sets weights from a Hugging Face model (train/hf_import.py), without moments.
 """
@@ -284,7 +285,8 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
                 link = getattr(p, "_hp_mapping", None)
                 if link is None:                         # no element of p in this rank's partition
                     continue
-                lo, n, at = link.lp_fragment_address.start, link.lp_fragment_address.numel, link.hp_fragment_address.start
+                lo, n = link.lp_fragment_address.start, link.lp_fragment_address.numel
+                at = link.hp_fragment_address.start
                 src = local[id(p)]
                 with torch.no_grad():
                     link.hp_fragment.data.copy_(src["fp32"].reshape(-1)[lo:lo + n].to(flat.dtype))
