@@ -87,12 +87,17 @@ tokenize: setup $(PY_FILES)
 	  jobs/tokenize.py --config $(CONFIG) --data $(DATA)
 
 # The mixture manifest the trainer reads: DATA/manifests/<name of MIX>.json (needs `make tokenize`).
+# With REWEIGHT_FROM=runs/<run> [REFERENCE=runs/<ref>] [STEP=N]: the next version, DATA/manifests/<name>.v<k>.json,
+# re-weighted from that run's per-source validation loss (pipeline/reweight.py); MIX is only read.
 MIX ?= mixes/sample.yaml
+REWEIGHT_FROM ?=
+REFERENCE ?=
 mix: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) $(EVENT_LOG) \
-	  jobs/mix.py --mix $(MIX) --data $(DATA)
+	  jobs/mix.py --mix $(MIX) --data $(DATA) $(if $(REWEIGHT_FROM),--reweight-from $(REWEIGHT_FROM) \
+	  $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(STEP),--step $(STEP)))
 
 # A standalone master and two workers on 127.0.0.1 (ports from SPARK_CLUSTER_PORT, default 7077),
 # logs and work directories under data/spark-cluster.
@@ -103,23 +108,29 @@ spark-cluster: setup
 spark-cluster-stop:
 	CLUSTER_DIR=$(CLUSTER_DIR) PYTHON=$(PY) scripts/spark_cluster.sh stop
 
-# The whole flow on the bundled sample: corpus, tokenizer, manifest, a few minutes of training, report.
+# The whole flow on the bundled sample: corpus, tokenizer, manifest, a few minutes of training, report, the
+# mixture's next version from the run's validation, and the corpus report.
 demo: setup
-	@echo "== 1/5 clean-dedup: extract, clean, score, dedup the bundled sample into $(DATA)"
+	@echo "== 1/7 clean-dedup: extract, clean, score, dedup the bundled sample into $(DATA)"
 	$(MAKE) --no-print-directory clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA)
-	@echo "== 2/5 tokenize: decontaminate, train the tokenizer, write token shards"
+	@echo "== 2/7 tokenize: decontaminate, train the tokenizer, write token shards"
 	$(MAKE) --no-print-directory tokenize CONFIG=examples/sample.yaml DATA=$(DATA)
-	@echo "== 3/5 mix: the mixture manifest"
+	@echo "== 3/7 mix: the mixture manifest"
 	$(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
-	@echo "== 4/5 pretrain: the tiny model on that manifest (resumes if $(RUN) exists)"
+	@echo "== 4/7 pretrain: the tiny model on that manifest (resumes if $(RUN) exists)"
 	$(MAKE) --no-print-directory pretrain MANIFEST=$(SAMPLE_MANIFEST) RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
-	@echo "== 5/5 report"
+	@echo "== 5/7 report: the curves and the diagnosis's reading of them"
 	$(MAKE) --no-print-directory report RUN=$(RUN)
+	@echo "== 6/7 re-weight: the mixture's next version from the run's per-source validation loss"
+	$(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA) REWEIGHT_FROM=$(RUN)
+	@echo "== 7/7 corpus report: what the pipeline kept and dropped"
+	$(MAKE) --no-print-directory corpus-report DATA=$(DATA)
 	@echo
 	@echo "Done. Where to look:"
-	@echo "  $(DATA)/stats/*.json              what each stage kept and dropped, and why"
+	@echo "  $(DATA)/report.html               the corpus: funnel, reasons, scores, duplicates, samples, manifests"
 	@echo "  $(DATA)/rejected/                 every dropped document with its reason"
 	@echo "  $(SAMPLE_MANIFEST)   the token plan the trainer read"
+	@echo "  $(DATA)/manifests/sample.v2.json  its next version, re-weighted from the run's validation"
 	@echo "  $(RUN)/metrics.jsonl             one row per step (loss, lr, grad norm, tokens/s, telemetry)"
 	@echo "  $(RUN)/report.html               loss curves, diagnosis and telemetry on one page"
 
@@ -187,8 +198,10 @@ serve: setup
 
 # Reading a run (train/record/): diagnosis of its loss curves and one self-contained HTML report (README,
 # "Reading a run").
-#   make report RUN=runs/<name> [COMPARE=runs/<other>]   -> RUN/report.html and RUN/loss_curve.png
+#   make report RUN=runs/<name> [COMPARE=<other run>]    -> RUN/report.html and RUN/loss_curve.png
 #   make diagnose RUN=runs/<name>                        -> the findings table
+# RUN and COMPARE may be any trainer's record: a run directory, a Hugging Face trainer_state.json (or its output
+# directory), TensorBoard event files, a CSV or JSON-lines file of rows (train/record/formats.py).
 # The report test renders the page in headless Chromium (Debian's chromium, installed by `make test` as root).
 COMPARE ?=
 CHROMIUM := /usr/bin/chromium
@@ -196,12 +209,16 @@ test: $(CHROMIUM)   # the report test renders in it; the demo does not need it
 $(CHROMIUM):
 	scripts/install_chromium.sh
 
-.PHONY: report diagnose
+.PHONY: report diagnose corpus-report
 report: setup
 	$(PY) -m train.report $(RUN) $(if $(COMPARE),--compare $(COMPARE))
 
 diagnose: setup
 	$(PY) -m train.diagnose $(RUN)
+
+# What the pipeline kept and dropped, one self-contained page: DATA/report.html (pipeline/corpus_report.py).
+corpus-report: setup
+	$(PY) -m pipeline.corpus_report $(DATA)
 
 # The documents (source, id, url, quality signals, token ranges) of one step's batch, from the run record.
 #   make trace RUN=runs/<name> STEP=N          (python -m train.trace RUN --step N [--json])

@@ -1,6 +1,12 @@
 """Stage 7: mix. A mixture config + a tokenized corpus -> <data>/manifests/<name>.json, the trainer's input.
 
     spark-submit jobs/mix.py --mix mixes/<name>.yaml --data DIR
+    spark-submit jobs/mix.py --mix mixes/<name>.yaml --data DIR --reweight-from runs/<r> [--reference runs/<ref>]
+                             [--step N]
+
+With --reweight-from, the weights come from the run's validation instead (pipeline/reweight.py: the rule and
+its formula) and the result is the next manifest version, <data>/manifests/<name>.v<k>.json, whose parent is
+the manifest the run trained on; the job prints old -> new weights and why. The mix file is only read.
 
 Reads tokenized/counts.json, recomputes every shard's sha256, documents and tokens on the executors
 (a shard that changed since tokenize is an error, not a silent mismatch), plans target tokens per
@@ -15,6 +21,7 @@ import os
 import sys
 
 from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources, dumps_manifest, format_table, load_mix
+from pipeline.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
 from pipeline.spark import get_spark
 from pipeline.tokenize import sha256_file, shard_facts
 
@@ -65,22 +72,54 @@ def run(spark, mix: MixConfig, data_dir: str, counts: dict | None = None) -> tup
     return manifest, path
 
 
+def run_reweight(spark, mix: MixConfig, data_dir: str, evidence: RunEvidence, reference: RunEvidence | None = None,
+                 counts: dict | None = None) -> tuple[dict, str, str]:
+    """The next manifest version from a run's validation -> (manifest, its path, what changed and why)."""
+    tokenized = os.path.join(data_dir, "tokenized")
+    counts = counts or load_counts(data_dir)
+    check_sources(mix, list(counts["sources"]), tokenized)
+    verify_shards(spark, tokenized, counts, sorted(mix.weights))
+    manifest, path, again = next_version(mix, counts, tokenized, os.path.join(data_dir, "manifests"), evidence,
+                                         reference)
+    if not again:
+        write_manifest(manifest, str(path))
+    why = format_change(manifest["reweight"], str(path), manifest["version"], manifest["parent"], again)
+    return manifest, str(path), why
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mix", required=True, help="mixes/<name>.yaml or .json")
     ap.add_argument("--data", required=True, help="a corpus folder with tokenized/ (from the tokenize job)")
+    ap.add_argument("--reweight-from", default=None, metavar="RUN",
+                    help="a run trained on this mix: the next manifest version from its per-source validation")
+    ap.add_argument("--reference", default=None, metavar="RUN",
+                    help="with --reweight-from: a reference run; excess loss = the run's minus the reference's")
+    ap.add_argument("--step", type=int, default=None,
+                    help="with --reweight-from: the validation step to read (default: the last)")
     args = ap.parse_args(argv)
     data = os.path.abspath(args.data)
+    evidence = reference = None
     try:  # every mistake the files can show is found before Spark starts
+        if (args.reference or args.step is not None) and not args.reweight_from:
+            raise MixError("--reference and --step go with --reweight-from (REWEIGHT_FROM=runs/<run>)")
         mix = load_mix(args.mix)
         counts = load_counts(data)
         check_sources(mix, list(counts["sources"]), os.path.join(data, "tokenized"))
+        if args.reweight_from:
+            evidence = read_evidence(args.reweight_from, args.step)
+            reference = read_evidence(args.reference, None, "REFERENCE") if args.reference else None
+            check_evidence(mix.name, list(mix.weights), counts["tokenizer"]["sha256"], evidence, reference)
     except MixError as e:
         print(f"mix error: {e}", file=sys.stderr)
         return 2
     spark = get_spark(f"glassbox-mix-{mix.name}")
     try:
-        manifest, path = run(spark, mix, data, counts)
+        if evidence is None:
+            manifest, path = run(spark, mix, data, counts)
+        else:
+            manifest, path, why = run_reweight(spark, mix, data, evidence, reference, counts)
+            print(why)
     except MixError as e:
         print(f"mix error: {e}", file=sys.stderr)
         return 2

@@ -7,12 +7,17 @@ A mix (`mixes/<name>.yaml` or `.json`):
     seed: 42                           # optional, default 0
     total_tokens: 2B                   # optional token budget: an integer or 500K / 300M / 2B / 1T
     max_epochs: 4                      # optional, default 4: most times a source's tokens may repeat
+    reweight: {step_size: 1.0, smoothing: 0.1, min_weight: 0.02}   # optional: re-weighting from validation
+                                                                   # (pipeline/reweight.py)
 
 Plan: target_i = weight_i * total. A source whose target would exceed max_epochs * available_i is
 capped there (a warning names it and the epochs it would have needed) and the rest of the budget
 goes to the uncapped sources in proportion to their weights, until nothing more binds; if every
 source is capped the total shrinks, with a warning. Without `total_tokens` the budget is the largest
 one at which no source exceeds max_epochs (so the weights hold exactly and one source sits at the cap).
+
+Every manifest has a ``version`` (the base ``<name>.json``: 1) and a ``parent`` (the content hash of the
+version it was derived from; null for the base): pipeline/reweight.py writes later versions.
 
 The manifest is canonical: sources and shards sorted, JSON with sorted keys, no timestamps or
 absolute paths (paths are relative to the manifest's folder), so a rerun is byte-identical and
@@ -33,7 +38,7 @@ import yaml
 
 DEFAULT_MAX_EPOCHS = 4.0
 DEFAULT_SEED = 0
-KNOWN_KEYS = ("dataset_mix", "max_seq_len", "seed", "total_tokens", "max_epochs")
+KNOWN_KEYS = ("dataset_mix", "max_seq_len", "seed", "total_tokens", "max_epochs", "reweight")
 _SUFFIX = {"K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12}
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -51,6 +56,7 @@ class MixConfig:
     total_tokens: int | None = None
     max_epochs: float = DEFAULT_MAX_EPOCHS
     warnings: list[str] = field(default_factory=list)
+    reweight: Any = None               # pipeline.reweight.ReweightParams (the mix file's reweight: section)
 
     def normalized(self) -> dict[str, float]:
         s = sum(self.weights.values())
@@ -106,8 +112,11 @@ def parse_mix(raw: Any, name: str) -> MixConfig:
     if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not math.isfinite(epochs) or epochs <= 0:
         raise MixError(f"max_epochs: expected a number > 0 (e.g. 4: a source's tokens repeat at most "
                        f"4 times), got {epochs!r}")
+    from pipeline.reweight import parse_params          # (it imports this module)
+
     cfg = MixConfig(name=name, weights=weights, max_seq_len=seq, seed=seed,
-                    total_tokens=parse_tokens("total_tokens", raw.get("total_tokens")), max_epochs=float(epochs))
+                    total_tokens=parse_tokens("total_tokens", raw.get("total_tokens")), max_epochs=float(epochs),
+                    reweight=parse_params(raw.get("reweight")))
     total = sum(weights.values())
     if abs(total - 1.0) > 1e-6:
         cfg.warnings.append(f"dataset_mix weights sum to {total:g}, not 1: normalized to "
@@ -258,6 +267,8 @@ def build_manifest(mix: MixConfig, counts: dict, tokenized_dir: str, manifest_di
                       **{k: tok[k] for k in ("sha256", "vocab_size", "eos_id", "bos_id", "pad_id", "unk_id")}},
         "warnings": list(mix.warnings) + plan.warnings,
         "sources": sources,
+        "version": 1,
+        "parent": None,
     }
     manifest["content_hash"] = content_hash(manifest)
     return manifest

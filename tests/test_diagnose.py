@@ -1,5 +1,6 @@
 """train.diagnose: each pattern injected at a known step is found near it; healthy curves of several
-shapes give no finding; the record reader survives torn lines, nulls and restarted steps; the CLI."""
+shapes give no finding; the record reader survives torn lines, nulls, restarted steps and rows without a
+kind; what could not be judged is said; the CLI."""
 import json
 import math
 import subprocess
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from record_fixtures import LN_V, VOCAB, healthy, lr_schedule, noisy, rows_from, trend, write_run
-from train.diagnose import DiagnoseConfig, diagnose, load_metrics
+from train.diagnose import DiagnoseConfig, assess, diagnose, format_table, load_metrics
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -116,6 +117,17 @@ def inject_stalled_from_start(n, seed):
                      val_every=max(1, n // 25), seed=seed), 1
 
 
+def inject_memorization(n, seed):
+    """Training keeps falling faster than validation from t0 (the same text seen again and again); validation
+    still falls a little, so it is not overfitting yet."""
+    base, lr, y = _run(n, seed)
+    t0 = int(0.4 * n)
+    t = np.arange(n)
+    y = y * (1 - 0.3 * np.clip((t - t0) / (n - t0), 0, 1))
+    val = base + 0.05 + 0.002 * np.random.default_rng(seed).standard_normal(n)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
 PATTERNS = {
     "spike": (inject_spike, [100, 300, 2000]),
     "divergence": (inject_divergence, [100, 300, 2000]),
@@ -126,6 +138,7 @@ PATTERNS = {
     "low_initial_loss": (inject_low_initial_loss, [20, 300]),
     "stalled": (inject_stalled_late, [100, 300, 2000]),
     "stalled/from the start": (inject_stalled_from_start, [300, 2000]),
+    "memorization": (inject_memorization, [100, 300, 2000]),
 }
 
 
@@ -215,6 +228,115 @@ def test_rows_torn_null_and_restarted(tmp_path):
     assert ("spike", 170) in [(f.kind, f.step) for f in diagnose(rerun + first, vocab_size=VOCAB)]
 
 
+def _unkinded(rows):
+    """The rows as most training scripts write them: no kind field."""
+    return [{k: v for k, v in r.items() if k != "kind"} for r in rows]
+
+
+@pytest.mark.parametrize("name", ["overfitting", "val_noisy", "spike", "memorization"])
+def test_rows_without_kind_are_read_as_train_and_validation(name, tmp_path):
+    make, _ = PATTERNS[name]
+    rows, t0 = make(300, 0)
+    want = [(f.kind, f.step) for f in diagnose(rows, vocab_size=VOCAB)]
+    assert name in [k for k, _ in want]
+    bare = _unkinded(rows)
+    assert [(f.kind, f.step) for f in diagnose(bare, vocab_size=VOCAB)] == want
+    write_run(tmp_path, bare)
+    loaded = load_metrics(tmp_path)
+    assert {r["kind"] for r in loaded} == {r["kind"] for r in rows}
+    assert len([r for r in loaded if r["kind"] == "train"]) == 300                 # no training row replaced
+    assert [(f.kind, f.step) for f in diagnose(loaded, vocab_size=VOCAB)] == want
+
+
+def test_one_row_with_both_losses_is_split_and_aliases_are_mapped(tmp_path):
+    rows, t0 = inject_overfitting(300, 0)
+    want = [(f.kind, f.step) for f in diagnose(rows, vocab_size=VOCAB)]
+    # nanoGPT-style rows: iter, train/loss and val/loss in the same row at evaluation steps.
+    val = {r["step"]: r["val_loss"] for r in rows if r["kind"] == "val"}
+    merged = []
+    for r in rows:
+        if r["kind"] == "train":
+            m = {"iter": r["step"], "train/loss": r["loss"], "learning_rate": r["lr"], "grad_norm": r["grad_norm"],
+                 "tokens": r["tokens"]}
+            if r["step"] in val:
+                m["val/loss"] = val[r["step"]]
+            merged.append(m)
+    write_run(tmp_path, merged, vocab_size=None)
+    loaded = load_metrics(tmp_path)
+    assert len([r for r in loaded if r["kind"] == "val"]) == len(val)
+    tr = [r for r in loaded if r["kind"] == "train"]
+    assert len(tr) == 300 and all("val_loss" not in r and "lr" in r for r in tr)
+    assert [(f.kind, f.step) for f in diagnose(loaded, vocab_size=VOCAB)] == want
+
+
+def test_memorization_of_a_small_corpus_with_few_validation_points():
+    """The old demo's shape: 200 steps, validation every 50 (4 points), training falling to 3.1 while
+    validation climbs to 6.4. Overfitting needs 6 points, so it is named as not judged; memorization is
+    judged on 4 and is critical."""
+    n = 200
+    t = np.arange(1, n + 1)
+    train = 3.1 + 5.0 * np.exp(-t / 40)
+    val_at = {50: 5.9, 100: 6.0, 150: 6.2, 200: 6.4}
+    rows = rows_from(noisy(train, 0.01, 0), lr_schedule(n, warmup=20))
+    rows += [{"kind": "val", "step": s, "tokens": s * 4096, "val_loss": v} for s, v in val_at.items()]
+    result = assess(rows, vocab_size=3000)
+    kinds = {f.kind: f for f in result.findings}
+    assert set(kinds) == {"memorization"}, [f.to_dict() for f in result.findings]
+    m = kinds["memorization"]
+    assert m.severity == "critical" and m.evidence["gap_end"] > 3 and m.evidence["val_points"] == 4
+    assert m.step <= 100 and m.end_step == 200
+    checks = {n["check"]: n["reason"] for n in result.not_judged}
+    assert "4 validation points; 6 needed" in checks["overfitting, val_noisy"]
+    table = format_table(result.findings, result.not_judged)
+    assert "memorization" in table and "not judged: overfitting, val_noisy: 4 validation points" in table
+    assert result.reading[1].startswith("validation loss 5.900 -> 6.400 over 4 evaluations (steps 50-200): lowest "
+                                        "5.900 at step 50, +0.500 since")
+
+
+def test_not_judged_is_said_instead_of_no_findings():
+    rows, _ = healthy(200, seed=0, warmup=10)                     # no validation, no vocabulary, no manifest
+    result = assess(rows)
+    assert result.findings == []
+    checks = {n["check"] for n in result.not_judged}
+    assert checks == {"overfitting, val_noisy", "memorization", "low_initial_loss", "epochs_beyond_plan"}
+    table = format_table(result.findings, result.not_judged)
+    assert table.startswith("no findings among the checks that could be judged")
+    assert "not judged: memorization: no validation loss in the record" in table
+    full, _ = healthy(300, seed=0, warmup=15, val_every=20)
+    manifest = {"total_tokens": 300 * 4096, "max_epochs": 4.0, "sources": {}}
+    done = assess(full, vocab_size=VOCAB, manifest=manifest)
+    assert done.findings == [] and done.not_judged == [] and format_table([], []) == "no findings"
+    short = assess(healthy(6, seed=0)[0], vocab_size=VOCAB)
+    assert {"spike", "plateau, stalled"} <= {n["check"] for n in short.not_judged}
+
+
+def test_training_beyond_the_planned_epochs():
+    rows, _ = healthy(300, seed=0, warmup=15, val_every=20)         # 300 x 4096 = 1,228,800 tokens
+    manifest = {"total_tokens": 400_000, "max_epochs": 4.0, "sources": {
+        "web": {"weight": 0.75, "available_tokens": 50_000, "epochs": 6.0, "target_tokens": 300_000},
+        "books": {"weight": 0.25, "available_tokens": 500_000, "epochs": 0.2, "target_tokens": 100_000}}}
+    (f,) = diagnose(rows, vocab_size=VOCAB, manifest=manifest)
+    assert f.kind == "epochs_beyond_plan" and f.severity == "warning"
+    assert f.step == 98 and f.end_step == 300                      # 98 x 4096 > 400,000: the plan ends there
+    ev = f.evidence
+    assert ev["trained_tokens"] == 300 * 4096 and ev["ratio"] == pytest.approx(300 * 4096 / 400_000)
+    assert ev["epochs_web"] == pytest.approx(300 * 4096 * 0.75 / 50_000) and ev["planned_epochs_web"] == 6.0
+    assert "web is repeated" in f.message and "past max_epochs 4" in f.message
+    # Realized shares from telemetry win over the planned weight.
+    for r in rows:
+        if r["kind"] == "train":
+            r["share_web"], r["share_books"] = 0.5, 0.5
+    (g,) = diagnose(rows, vocab_size=VOCAB, manifest=manifest)
+    assert g.evidence["epochs_web"] == pytest.approx(300 * 4096 * 0.5 / 50_000)
+    # Within the cap: info; within the plan: nothing.
+    manifest["sources"]["web"]["available_tokens"] = 5_000_000
+    manifest["sources"]["books"]["available_tokens"] = 5_000_000
+    (h,) = diagnose(rows, vocab_size=VOCAB, manifest=manifest)
+    assert h.severity == "info"
+    manifest["total_tokens"] = 300 * 4096
+    assert diagnose(rows, vocab_size=VOCAB, manifest=manifest) == []
+
+
 def test_empty_and_tiny_inputs():
     assert diagnose([]) == []
     assert diagnose([{"kind": "train", "step": 1, "loss": 10.0}]) == []
@@ -235,9 +357,12 @@ def test_cli_json_on_a_directory_with_only_metrics(tmp_path):
     p = _cli(tmp_path, "--json")
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert isinstance(out, list) and [f["kind"] for f in out] == ["divergence"]
-    assert set(out[0]) == {"kind", "step", "end_step", "severity", "message", "evidence", "advice"}
-    assert abs(out[0]["step"] - t0) <= 15
+    assert set(out) == {"findings", "not_judged", "reading"} and [f["kind"] for f in out["findings"]] == ["divergence"]
+    assert out["reading"][0].startswith("training loss ")
+    assert set(out["findings"][0]) == {"kind", "step", "end_step", "severity", "message", "evidence", "advice"}
+    assert abs(out["findings"][0]["step"] - t0) <= 15
+    assert {n["check"] for n in out["not_judged"]} == {"overfitting, val_noisy", "memorization", "low_initial_loss",
+                                                       "epochs_beyond_plan"}
     # Plain mode: a table, exit 0 (findings are not errors).
     p = _cli(tmp_path)
     assert p.returncode == 0 and "divergence" in p.stdout and "advice:" in p.stdout
@@ -246,15 +371,16 @@ def test_cli_json_on_a_directory_with_only_metrics(tmp_path):
     clean = tmp_path / "clean"
     write_run(clean, healthy(200, seed=0, warmup=10)[0], vocab_size=None)
     p = _cli(clean)
-    assert p.returncode == 0 and "no findings" in p.stdout
-    assert _cli(clean, "--json").stdout.strip() == "[]"
+    assert p.returncode == 0 and "no findings among the checks that could be judged" in p.stdout
+    assert "not judged: overfitting, val_noisy: no validation loss" in p.stdout
+    assert json.loads(_cli(clean, "--json").stdout)["findings"] == []
 
 
 def test_cli_vocab_size_from_config_or_flag(tmp_path):
     rows, _ = inject_low_initial_loss(300, 0)
     bare = write_run(tmp_path / "bare", rows, vocab_size=None)
     with_cfg = write_run(tmp_path / "cfg", rows, vocab_size=VOCAB)
-    kinds = lambda p: [f["kind"] for f in json.loads(p.stdout)]     # noqa: E731
+    kinds = lambda p: [f["kind"] for f in json.loads(p.stdout)["findings"]]     # noqa: E731
     assert kinds(_cli(bare, "--json")) == []
     assert "vocabulary unknown" in _cli(bare).stdout
     assert kinds(_cli(bare, "--json", "--vocab-size", VOCAB)) == ["low_initial_loss"]
@@ -265,8 +391,8 @@ def test_cli_vocab_size_from_config_or_flag(tmp_path):
 def test_cli_flags_and_errors(tmp_path):
     rows, _ = inject_spike(300, 0)
     write_run(tmp_path, rows)
-    assert [f["kind"] for f in json.loads(_cli(tmp_path, "--json").stdout)] == ["spike"]
-    assert json.loads(_cli(tmp_path, "--json", "--spike-z", "1e6").stdout) == []
+    assert [f["kind"] for f in json.loads(_cli(tmp_path, "--json").stdout)["findings"]] == ["spike"]
+    assert json.loads(_cli(tmp_path, "--json", "--spike-z", "1e6").stdout)["findings"] == []
     missing = _cli(tmp_path / "nope")
     assert missing.returncode == 2 and "no such run directory" in missing.stderr
     empty = tmp_path / "empty"

@@ -162,13 +162,14 @@ def test_multi_megabyte_page_never_crashes(tmp_path):
 
 def test_timeout(tmp_path, monkeypatch):
     def slow(*args, **kwargs):
-        time.sleep(5)
+        time.sleep(120)
         return "never"
     monkeypatch.setattr(trafilatura, "extract", slow)
     path = _warc(tmp_path / "t.warc.gz", [(("http://a.example/", ARTICLE.encode()), {})])
     start = time.perf_counter()
     (row,) = _rows(path, ExtractConfig(timeout_s=0.2))
-    assert time.perf_counter() - start < 3
+    # Interrupted, not waited out: far below the 120 s the page would take, however loaded the machine.
+    assert time.perf_counter() - start < 60
     assert (row["status"], row["reason"]) == ("rejected", "extraction_timeout")
     with pytest.raises(ExtractionTimeout):
         extract_html(ARTICLE, None, ExtractConfig(timeout_s=0.2))

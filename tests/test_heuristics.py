@@ -1,14 +1,8 @@
-import gzip
-import json
 import random
-import time
-from pathlib import Path
 
 import pytest
 
 from pipeline.heuristics import SIGNAL_NAMES, SIGNAL_TYPES, compute_signals
-
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def test_fixed_keys_and_types():
@@ -154,45 +148,3 @@ def test_counts():
     assert s["n_chars"] == 6 and s["n_lines"] == 2
 
 
-def _real_texts():
-    docs = []
-    web = DATA / "text" / "web" / "dolma-cc-documents-000.json.gz"
-    wiki = DATA / "text" / "reference" / "wikitext-2-valid.txt"
-    if web.is_file():
-        with gzip.open(web, "rt", encoding="utf-8") as f:
-            docs += [("dolma-cc", json.loads(line)["text"]) for line in f]
-    if wiki.is_file():
-        paras = [p.strip() for p in wiki.read_text(encoding="utf-8").splitlines() if len(p.strip()) > 200]
-        cur = []
-        for p in paras:
-            cur.append(p)
-            if sum(map(len, cur)) > 5000:
-                docs.append(("wikitext", "\n\n".join(cur)))
-                cur = []
-    return docs
-
-
-def test_speed_report():
-    """Prints µs per document (not asserted: machines differ); checks time grows about linearly."""
-    docs = _real_texts()
-    if not docs:
-        pytest.skip(f"no reference text under {DATA}")
-    for source in sorted({s for s, _ in docs}):
-        texts = [t for s, t in docs if s == source]
-        t0 = time.perf_counter()
-        for _ in range(3):
-            for t in texts:
-                compute_signals(t)
-        us = (time.perf_counter() - t0) / (3 * len(texts)) * 1e6
-        kb = sum(map(len, texts)) / len(texts) / 1000
-        print(f"\ncompute_signals {source}: {us:.0f} µs/doc, mean {kb:.1f} K chars")
-    small = docs[0][1][:5000]
-    big = (" ".join(t for _, t in docs) * 4)[:500_000]
-    t0 = time.perf_counter()
-    compute_signals(small)
-    t_small = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    compute_signals(big)
-    t_big = time.perf_counter() - t0
-    print(f"5 K chars: {t_small * 1e3:.2f} ms, 500 K chars: {t_big * 1e3:.1f} ms")
-    assert t_big < 2.0  # 100x the text must not cost superlinearly (generous for slow CI)

@@ -1,7 +1,6 @@
 """train.report: one self-contained HTML page (curves, telemetry, diagnosis; --compare), loss_curve.png
 beside it, and the page as headless Chromium renders it (Debian's chromium, installed by `make setup`)."""
 import base64
-import io
 import json
 import re
 import shutil
@@ -11,16 +10,12 @@ import sys
 import numpy as np
 import pytest
 
+from browser import chromium, decode_png, embedded_images
 from record_fixtures import VOCAB, noisy, rows_from, trend, write_run
 from train.record.report import build_report, param_count
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 N = 300
-
-
-def _decode_png(data: bytes) -> np.ndarray:
-    import matplotlib.image as mpimg
-    return mpimg.imread(io.BytesIO(data), format="png")
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +50,7 @@ def page(runs, tmp_path_factory):
 
 
 def _imgs(text):
-    return re.findall(r'<img id="([^"]+)" alt="[^"]*" src="data:image/png;base64,([A-Za-z0-9+/=]+)">', text)
+    return embedded_images(text)
 
 
 def test_report_page_is_self_contained_with_every_section(runs, page):
@@ -69,7 +64,7 @@ def test_report_page_is_self_contained_with_every_section(runs, page):
     ids = {i for i, _ in _imgs(text)}
     assert ids == {"loss", "optimizer", "throughput", "val_sources", "telemetry", "compare-img"}
     for _, b64 in _imgs(text):
-        img = _decode_png(base64.b64decode(b64))
+        img = decode_png(base64.b64decode(b64))
         assert img.shape[0] > 200 and img.shape[1] > 500 and img.std() > 0.02
     for section in ("Summary", "Diagnosis", "Loss", "Learning rate and gradient norm", "Throughput",
                     "Validation loss per source", "Telemetry", "Comparison (aligned by tokens)"):
@@ -93,7 +88,7 @@ def test_loss_curve_png_beside_the_report(runs, page):
     full, _ = runs
     png = (full / "loss_curve.png").read_bytes()
     assert png.startswith(b"\x89PNG")
-    img = _decode_png(png)
+    img = decode_png(png)
     assert img.shape[1] >= 1000 and img.std() > 0.05
     assert dict(_imgs(page[1]))["loss"] == base64.b64encode(png).decode()
 
@@ -158,21 +153,13 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def _chromium(*args, tmp_path):
-    exe = shutil.which("chromium")
-    assert exe, "chromium is not installed: `make setup` installs it (scripts/install_chromium.sh)"
-    cmd = [exe, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-           f"--user-data-dir={tmp_path / 'profile'}", "--no-first-run", "--virtual-time-budget=5000", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
-
-
-def test_page_renders_in_headless_chromium(page, tmp_path):
+def test_page_renders_in_headlesschromium(page, tmp_path):
     out, text = page
     # The DOM after load: every image decoded (natural size > 0) and the diagnosis table there. The probe
     # script goes into a copy: the report itself has no scripts.
     probe = tmp_path / "probe.html"
     probe.write_text(text.replace("</body>", PROBE + "</body>"))
-    dom = _chromium("--dump-dom", probe.as_uri(), tmp_path=tmp_path)
+    dom = chromium("--dump-dom", probe.as_uri(), tmp_path=tmp_path)
     assert dom.returncode == 0, dom.stderr[-2000:]
     m = re.search(r'<pre id="probe">IMAGES (.*?) FINDINGS (\d+) WIDTH (\d+)</pre>', dom.stdout)
     assert m, dom.stdout[-2000:]
@@ -184,9 +171,9 @@ def test_page_renders_in_headless_chromium(page, tmp_path):
     assert int(m.group(2)) == 1 and 'id="diagnosis-table"' in dom.stdout
     # A screenshot of the page itself: a real image, not blank, with the charts' colours in it.
     shot = tmp_path / "shot.png"
-    r = _chromium(f"--screenshot={shot}", "--window-size=1200,2000", out.as_uri(), tmp_path=tmp_path)
+    r = chromium(f"--screenshot={shot}", "--window-size=1200,2000", out.as_uri(), tmp_path=tmp_path)
     assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
-    img = _decode_png(shot.read_bytes())[..., :3]
+    img = decode_png(shot.read_bytes())[..., :3]
     assert img.shape[:2] == (2000, 1200)
     assert img.std() > 0.05                                   # not a blank page
     blue = (np.abs(img[..., 0] - 31 / 255) < 0.08) & (np.abs(img[..., 1] - 119 / 255) < 0.08) \

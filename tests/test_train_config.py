@@ -1,7 +1,6 @@
 """Trainer config: every mistake names the key and the fix, before any heavy work."""
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -63,11 +62,15 @@ def test_world_size_for_make():
 def test_trainer_fails_fast_on_config_and_launch_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: {n_heads: 5}\n")
-    t0 = time.monotonic()
-    r = subprocess.run([sys.executable, "-m", "train.pretrain", "--config", str(bad), "--manifest", "nope.json",
-                        "--run", str(tmp_path / "run")], capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run([sys.executable, "-X", "importtime", "-m", "train.pretrain", "--config", str(bad),
+                        "--manifest", "nope.json", "--run", str(tmp_path / "run")],
+                       capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 2 and "model.d_model: 128 is not a multiple of model.n_heads (5)" in r.stderr
-    assert time.monotonic() - t0 < 30 and not (tmp_path / "run").exists()
+    # Refused before any heavy work: DeepSpeed never imported, no process group, no run directory.
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if line.startswith("import time:")}
+    assert "torch" in imported or "json" in imported            # the import log is there to read
+    assert not any(m == "deepspeed" or m.startswith("deepspeed.") for m in imported)
+    assert not (tmp_path / "run").exists()
     r = subprocess.run([sys.executable, "-m", "train.pretrain", "--config", str(CONFIGS / "tiny.yaml"),
                         "--manifest", str(tmp_path / "none.json"), "--run", str(tmp_path / "run")],
                        capture_output=True, text=True, cwd=REPO)

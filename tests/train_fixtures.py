@@ -153,3 +153,27 @@ def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), ste
     if check:
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     return r
+
+
+# Cross-layout weight comparisons train with a large Adam eps. In fp32 two layouts differ only in the order of
+# summations, so one gradient element differs by dg, a few ulps of its largest terms (<= ~1e-9 in these tiny
+# models). Adam's step lr * m / (sqrt(v) + eps) amplifies that: d(step)/dg <= lr / eps (the first step is
+# lr * g / (|g| + eps)), so with the default eps 1e-8 an element whose gradient is ~0 by cancellation takes a
+# step of +lr in one layout and -lr in the other (1.9e-3 seen in CI). With eps 1e-4 the same noise moves a
+# weight by <= 3e-3 * 1e-9 / 1e-4 = 3e-8 per step, and gradients above eps are still normalised, so training
+# stays Adam-like. WEIGHT_ATOL leaves a wide margin over that (measured below 1e-6 after six steps) while a
+# tensor-parallel slice in the wrong place is off by about the init std (0.02).
+EQUIVALENCE_EPS = 1.0e-4
+WEIGHT_ATOL = 1.0e-5
+
+
+def weight_mismatches(a: dict, b: dict, atol: float = WEIGHT_ATOL) -> list[tuple[str, float]]:
+    """(name, max |a - b|) of every tensor that differs by more than ``atol`` (or in shape); [] when equal."""
+    assert a.keys() == b.keys(), sorted(set(a) ^ set(b))
+    out = []
+    for k in sorted(a):
+        if a[k].shape != b[k].shape:
+            out.append((k, float("inf")))
+        elif (d := (a[k].float() - b[k].float()).abs().max().item()) > atol:
+            out.append((k, d))
+    return out

@@ -534,13 +534,14 @@ def _zeroed(batches):
 def _diagnose(run: Path, vocab_size: int) -> None:
     """diagnosis.json and the findings table at the end of a run (never fails the run)."""
     try:
-        from train.record.diagnose import diagnose, format_table
-        from train.record.load import load_metrics
+        from train.record.diagnose import assess_run, format_table
+        from train.record.load import read_run
 
-        findings = diagnose(load_metrics(run), vocab_size=vocab_size)
-        (run / "diagnosis.json").write_text(json.dumps({"findings": [f.to_dict() for f in findings]}, indent=1))
+        result = assess_run(read_run(run), vocab_size=vocab_size)          # with the run's manifest.json
+        (run / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1))
         print(f"{run}: diagnosis (diagnosis.json; python -m train.report {run} draws it):\n"
-              + format_table(findings), flush=True)
+              + "".join(f"reading: {line}\n" for line in result.reading)
+              + format_table(result.findings, result.not_judged), flush=True)
     except Exception as e:       # a reader's problem must not turn a finished run into a failed one
         print(f"warning: diagnosis failed: {type(e).__name__}: {e}", flush=True)
 

@@ -12,7 +12,15 @@ detector per kind:
                   there is some, not improving;
 - ``overfitting`` validation loss rising from its minimum while training loss keeps falling;
 - ``val_noisy``   validation loss fluctuating far more than the (smooth) training loss;
-- ``low_initial_loss``  the first losses far below ln(vocabulary size), which an untrained model scores.
+- ``low_initial_loss``  the first losses far below ln(vocabulary size), which an untrained model scores;
+- ``memorization`` training loss far below validation and the gap growing, validation not rising (yet):
+                  the model learns its training text by heart (repeated data), the early sign of overfitting;
+- ``epochs_beyond_plan``  more tokens trained than the manifest planned, so its sources repeat more often
+                  than the mixture decided (needs the run's manifest.json).
+
+``assess(...)`` returns the findings and, beside them, the checks it could not judge and why (too few
+validation points, no vocabulary size, no manifest): "no findings" then means no findings among what could
+be judged, and the output says which checks those were.
 
 Curves are judged in points (logged rows), not in step units, so gaps in the steps do not matter. Every
 threshold is a field of ``DiagnoseConfig`` with its default and the reason for it; the CLI exposes the main
@@ -20,7 +28,11 @@ ones. Thresholds are set so that realistic healthy curves (power-law decay with 
 the end of a cosine schedule, noisy small-batch curves, runs of 20 to 5,000 steps) give no finding:
 ``tests/test_diagnose.py`` holds both sides.
 
-    python -m train.diagnose RUN_DIR [--json] [--vocab-size N] [--spike-z Z] [--floor NATS]
+    python -m train.diagnose RUN [--json] [--format F] [--tags FIELD=TAG,...] [--vocab-size N] [--spike-z Z]
+                                 [--floor NATS]
+
+RUN is any trainer's record that train/record/formats.py reads: this project's run directory, a JSON-lines
+file, a Hugging Face trainer_state.json (or its output directory), TensorBoard event files, a CSV.
 
 Exit status: 0 with or without findings (a finding is not an error), 2 when there is nothing to read.
 """
@@ -32,11 +44,10 @@ import math
 import sys
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from train.record.load import RecordError, finite, load_metrics, num, read_run, split_rows
+from train.record.load import RecordError, finish_rows, finite, load_metrics, num, read_run, split_rows
 
 SEVERITIES = ("info", "warning", "critical")
 MAD_TO_SIGMA = 1.4826          # MAD x this = standard deviation for Gaussian noise
@@ -86,6 +97,17 @@ class DiagnoseConfig:
     low_initial_gap_rel: float = 0.25  # the first losses 25% of ln(vocab) below it ...
     low_initial_gap_min: float = 1.0   # ... and at least 1 nat below it
     low_initial_max_first_step: int = 10  # a record starting later has no initial loss to judge
+    # memorization: the gap between validation and the training loss at the same steps, large and growing.
+    memo_min_points: int = 3           # validations needed: a gap that opens by nats shows with a few points
+    memo_gap_rel: float = 0.10         # at the end, training 10% of the validation loss below it ...
+    memo_gap_min: float = 0.10         # ... and at least 0.1 nats (healthy single-pass runs: gap about 0)
+    memo_growth_rel: float = 0.5       # growing: at least half of the end gap opened since its smallest point
+    memo_rising_share: float = 0.6     # share of widening steps after that point
+    memo_noise_k: float = 3.0          # and the growth 3 sigmas of the gap's point-to-point noise
+    memo_warning_rel: float = 0.20     # severity: info below a 20% gap, warning up to 40%, critical beyond
+    memo_critical_rel: float = 0.40
+    # epochs_beyond_plan: tokens trained against the manifest's total_tokens.
+    epochs_tol: float = 0.05           # more than 5% past the plan
 
 
 @dataclass
@@ -121,6 +143,12 @@ ADVICE = {
     "low_initial_loss": "An untrained model should score about ln(vocabulary size): check for train/validation "
                         "leakage or heavy duplication (overlap between held-out and training documents), or "
                         "a wrong vocabulary size.",
+    "memorization": "The model is learning its training text by heart: it sees the same tokens again and again. "
+                    "Train on more data (or fewer passes over it: fewer steps, a smaller batch), deduplicate, "
+                    "or keep the checkpoint where validation was best; validation will turn up next.",
+    "epochs_beyond_plan": "The run trained past the manifest's token plan, so its sources repeat more often than "
+                          "the mixture decided (max_epochs). Add data, stop at the planned step, or build a "
+                          "manifest whose total_tokens covers this run (make mix with total_tokens).",
 }
 
 
@@ -213,19 +241,9 @@ class _Curves:
 
 
 def _prepare(rows: list[dict]) -> _Curves:
-    # The last row per (kind, step) wins, sorted by step: load_metrics does it for a file; rows handed
-    # in directly (the trainer's own list) get the same treatment here.
-    by_key: dict[tuple[str, int], dict] = {}
-    for r in rows:
-        if not isinstance(r, dict):
-            continue
-        s = num(r.get("step"))
-        if s is None or not math.isfinite(s):
-            continue
-        r = dict(r, step=int(s))
-        kind = r.get("kind") if isinstance(r.get("kind"), str) else "train"
-        by_key[(kind, r["step"])] = r
-    clean = sorted(by_key.values(), key=lambda r: r["step"])
+    # The last row per (kind, step) wins, sorted by step; rows without a kind mapped as the loader does
+    # (train/record/load.py), so rows handed in directly (the trainer's own list) are read alike.
+    clean, _ = finish_rows(rows)
     train, val = split_rows(clean)
     st = [(r["step"], finite(r.get("loss"))) for r in train]
     st = [(s, v) for s, v in st if v is not None]
@@ -518,8 +536,177 @@ def detect_low_initial_loss(c: _Curves, cfg: DiagnoseConfig, vocab_size: int | N
                     ev, ADVICE["low_initial_loss"])]
 
 
-def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> list[Finding]:
-    """Findings about metrics.jsonl rows (any kinds, any order; the last row per step wins), by step."""
+def _hinge(x: np.ndarray, y: np.ndarray) -> int:
+    """Index s of the best fit of y = c + b * max(0, x - x[s]) with b > 0: flat, then rising from s."""
+    best, at = math.inf, 0
+    for s in range(len(y) - 1):
+        a = np.stack([np.ones_like(x), np.maximum(0.0, x - x[s])], axis=1)
+        coef = np.linalg.lstsq(a, y, rcond=None)[0]
+        sse = float(((a @ coef - y) ** 2).sum())
+        if coef[1] > 0 and sse < best:
+            best, at = sse, s
+    return at
+
+
+def detect_memorization(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    """The generalization gap (validation minus the training loss around the same step), large at the end
+    and opened mostly since its smallest point."""
+    if len(c.vloss) < cfg.memo_min_points or len(c.loss) < 4:
+        return []
+    trend = _train_trend_at(c, c.vsteps, _val_half_window(c))
+    ok = np.isfinite(trend)
+    if ok.sum() < cfg.memo_min_points:
+        return []
+    v, vs, g = c.vloss[ok], c.vsteps[ok], c.vloss[ok] - trend[ok]
+    end = float(np.mean(g[-2:])) if len(g) >= 4 else float(g[-1])
+    v_end = float(np.mean(v[-2:])) if len(v) >= 4 else float(v[-1])
+    start = _hinge(vs.astype(float), g)                    # where the gap began to open
+    before = float(np.median(g[:start + 1]))
+    growth = end - before
+    widening = float(np.mean(np.diff(g[start:]) > 0)) if len(g) - start >= 2 else 0.0
+    noise = _robust_sigma(np.diff(g)) / math.sqrt(2) if len(g) >= 5 else 0.0
+    rel = end / abs(v_end) if v_end else 0.0
+    if not (end >= cfg.memo_gap_min and rel >= cfg.memo_gap_rel and growth >= cfg.memo_growth_rel * end
+            and widening >= cfg.memo_rising_share and growth >= cfg.memo_noise_k * noise):
+        return []
+    sev = "critical" if rel >= cfg.memo_critical_rel else "warning" if rel >= cfg.memo_warning_rel else "info"
+    ev = {"gap_end": end, "gap_end_rel": rel, "gap_before": before, "growth": growth, "widening_share": widening,
+          "gap_noise_sigma": noise, "val_end": v_end, "train_end": v_end - end, "val_points": int(len(g))}
+    return [Finding("memorization", int(vs[start]), int(vs[-1]), sev,
+                    f"training loss is {end:.3g} nats ({rel:.0%}) below validation at the end and the gap grew by "
+                    f"{growth:.3g} since step {int(vs[start])}: the model is memorizing its training data",
+                    ev, ADVICE["memorization"])]
+
+
+def detect_epochs_beyond_plan(c: _Curves, cfg: DiagnoseConfig, manifest: dict | None) -> list[Finding]:
+    """Tokens trained against the manifest's total_tokens; per source, the passes that makes over its tokens
+    (realized share_<source> telemetry where logged, else the manifest's weight)."""
+    if not manifest or not c.train:
+        return []
+    planned = num(manifest.get("total_tokens"))
+    sources = manifest.get("sources") if isinstance(manifest.get("sources"), dict) else {}
+    tok = [(r["step"], finite(r.get("tokens"))) for r in c.train]
+    tok = [(st, t) for st, t in tok if t is not None]
+    if not planned or not tok or tok[-1][1] <= planned * (1 + cfg.epochs_tol):
+        return []
+    trained = tok[-1][1]
+    start = next(st for st, t in tok if t > planned)
+    last_share = {}
+    for r in c.train:
+        for name in sources:
+            if finite(r.get(f"share_{name}")) is not None:
+                last_share[name] = finite(r.get(f"share_{name}"))
+    max_epochs = finite(manifest.get("max_epochs"))
+    ev: dict = {"planned_tokens": int(planned), "trained_tokens": int(trained), "ratio": trained / planned}
+    if max_epochs is not None:
+        ev["max_epochs"] = max_epochs
+    worst, worst_name = 0.0, None
+    for name, src in sorted(sources.items()):
+        avail = num((src or {}).get("available_tokens"))
+        share = last_share.get(name, num((src or {}).get("weight")))
+        if not avail or share is None:
+            continue
+        ep = trained * share / avail
+        ev[f"epochs_{name}"] = ep
+        if num(src.get("epochs")) is not None:
+            ev[f"planned_epochs_{name}"] = float(src["epochs"])
+        if ep > worst:
+            worst, worst_name = ep, name
+    over_cap = max_epochs is not None and worst > max_epochs * (1 + cfg.epochs_tol)
+    msg = (f"trained {trained:,.0f} tokens, {trained / planned:.2g}x the manifest's plan of {planned:,.0f} (step "
+           f"{start} on)")
+    if worst_name:
+        msg += (f": {worst_name} is repeated {worst:.2g} times"
+                + (f", past max_epochs {max_epochs:g}" if over_cap else ""))
+    return [Finding("epochs_beyond_plan", int(start), int(c.train[-1]["step"]), "warning" if over_cap else "info",
+                    msg, ev, ADVICE["epochs_beyond_plan"])]
+
+
+@dataclass
+class Diagnosis:
+    """Findings, the checks that could not be judged on this record (``{"check", "reason"}``), and the
+    reading: a few plain sentences of what the curves did, findings or not."""
+    findings: list[Finding]
+    not_judged: list[dict] = field(default_factory=list)
+    reading: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"findings": [f.to_dict() for f in self.findings], "not_judged": list(self.not_judged),
+                "reading": list(self.reading)}
+
+
+def _reading(c: _Curves, manifest: dict | None) -> list[str]:
+    """What the curves did, in numbers: training and validation from start to end, where validation was
+    lowest, the gap at the end, and the tokens trained against the manifest's plan."""
+    out = []
+    n, nv = len(c.loss), len(c.vloss)
+    if n >= 2:
+        k = max(1, min(5, n // 10))
+        out.append(f"training loss {np.median(c.loss[:k]):.3f} -> {np.median(c.loss[-k:]):.3f} over steps "
+                   f"{int(c.steps[0])}-{int(c.steps[-1])}")
+    if nv >= 2:
+        i = int(np.argmin(c.vloss))
+        trend = ("still falling at the last evaluation" if i == nv - 1 else
+                 f"lowest {c.vloss[i]:.3f} at step {int(c.vsteps[i])}, {c.vloss[-1] - c.vloss[i]:+.3f} since")
+        out.append(f"validation loss {c.vloss[0]:.3f} -> {c.vloss[-1]:.3f} over {nv} evaluations "
+                   f"(steps {int(c.vsteps[0])}-{int(c.vsteps[-1])}): {trend}")
+        if n >= 4:
+            tr = _train_trend_at(c, c.vsteps[-1:], _val_half_window(c))[0]
+            if math.isfinite(tr):
+                gap = float(c.vloss[-1] - tr)
+                out.append(f"validation minus training at the end: {gap:+.3f} nats ({gap / abs(c.vloss[-1]):+.0%})")
+    elif nv == 1:
+        out.append(f"one validation: {c.vloss[0]:.3f} at step {int(c.vsteps[0])}")
+    planned = num((manifest or {}).get("total_tokens"))
+    tok = [t for r in c.train if (t := finite(r.get("tokens"))) is not None]
+    if planned and tok:
+        sources = (manifest or {}).get("sources") or {}
+        passes = []
+        for name, src in sorted(sources.items()):
+            avail, w = num((src or {}).get("available_tokens")), num((src or {}).get("weight"))
+            if avail and w is not None:
+                passes.append(f"{name} {tok[-1] * w / avail:.2f}")
+        out.append(f"tokens trained {tok[-1]:,.0f} = {tok[-1] / planned:.2f}x the manifest's plan of {planned:,.0f}"
+                   + (f"; passes over each source's tokens: {', '.join(passes)}" if passes else ""))
+    return out
+
+
+def _not_judged(c: _Curves, cfg: DiagnoseConfig, vocab_size: int | None, manifest: dict | None) -> list[dict]:
+    out: list[dict] = []
+
+    def note(checks: str, reason: str) -> None:
+        out.append({"check": checks, "reason": reason})
+
+    n, nv = len(c.loss), len(c.vloss)
+    if n <= cfg.spike_min_history:
+        note("spike", f"{n} training points; more than {cfg.spike_min_history} needed")
+    if n < max(cfg.divergence_min_points, math.ceil(cfg.divergence_min_frac * n)) + 3:
+        note("divergence (sustained rise)", f"{n} training points; "
+             f"{max(cfg.divergence_min_points, math.ceil(cfg.divergence_min_frac * n)) + 3} needed")
+    if n < max(cfg.flat_min_points, 4):
+        note("plateau, stalled", f"{n} training points; {max(cfg.flat_min_points, 4)} needed")
+    more = "; evaluate more often (eval.every) or for longer"
+    if nv < cfg.val_min_points:
+        note("overfitting, val_noisy", (f"{nv} validation point{'s' * (nv != 1)}; {cfg.val_min_points} needed" if nv
+                                        else "no validation loss in the record") + more)
+    if nv < cfg.memo_min_points:
+        note("memorization", (f"{nv} validation point{'s' * (nv != 1)}; {cfg.memo_min_points} needed" if nv
+                              else "no validation loss in the record") + more)
+    if not vocab_size:
+        note("low_initial_loss", "vocabulary size unknown (no config.json with vocab_size); pass --vocab-size")
+    elif n and c.steps[0] > cfg.low_initial_max_first_step:
+        note("low_initial_loss", f"the record starts at step {int(c.steps[0])}: no initial loss to judge")
+    if not manifest:
+        note("epochs_beyond_plan", "no manifest in the record (a Glassbox run directory holds manifest.json)")
+    elif not any(finite(r.get("tokens")) is not None for r in c.train):
+        note("epochs_beyond_plan", "no token counts in the training rows")
+    return out
+
+
+def assess(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig | None = None,
+           manifest: dict | None = None) -> Diagnosis:
+    """Findings about metrics rows (any kinds, any order; the last row per step wins), by step, and the
+    checks that could not be judged on them."""
     cfg = cfg or DiagnoseConfig()
     c = _prepare(rows)
     findings = detect_nonfinite(c, cfg)
@@ -529,11 +716,27 @@ def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfi
     findings = [f for f in findings if not (f.kind == "spike" and any(d.step <= f.step <= d.end_step for d in div))]
     findings += div
     findings += detect_flat(c, cfg)
-    findings += detect_overfitting(c, cfg)
+    over = detect_overfitting(c, cfg)
+    findings += over
+    if not over:                       # validation rising says more than the gap does: one finding, not two
+        findings += detect_memorization(c, cfg)
     findings += detect_val_noisy(c, cfg)
     findings += detect_low_initial_loss(c, cfg, vocab_size)
+    findings += detect_epochs_beyond_plan(c, cfg, manifest)
     rank = {s: i for i, s in enumerate(SEVERITIES)}
-    return sorted(findings, key=lambda f: (f.step, -rank[f.severity], f.kind))
+    findings = sorted(findings, key=lambda f: (f.step, -rank[f.severity], f.kind))
+    return Diagnosis(findings, _not_judged(c, cfg, vocab_size, manifest), _reading(c, manifest))
+
+
+def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfig | None = None,
+             manifest: dict | None = None) -> list[Finding]:
+    """Findings about metrics rows (any kinds, any order; the last row per step wins), by step."""
+    return assess(rows, vocab_size, cfg, manifest).findings
+
+
+def assess_run(rec, vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> Diagnosis:
+    """``assess`` on a read record (load.RunRecord): its rows, vocabulary and manifest."""
+    return assess(rec.rows, vocab_size=vocab_size or rec.vocab_size, cfg=cfg, manifest=rec.manifest)
 
 
 # --------------------------------------------------------------------------------------------------- CLI
@@ -544,9 +747,14 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def format_table(findings: list[Finding]) -> str:
+def format_not_judged(not_judged: list[dict]) -> str:
+    return "\n".join(f"not judged: {n['check']}: {n['reason']}" for n in not_judged)
+
+
+def format_table(findings: list[Finding], not_judged: list[dict] | None = None) -> str:
+    tail = ("\n" + format_not_judged(not_judged)) if not_judged else ""
     if not findings:
-        return "no findings"
+        return ("no findings among the checks that could be judged" if not_judged else "no findings") + tail
     head = ("severity", "kind", "steps", "what")
     body = [(f.severity, f.kind, f"{f.step}-{f.end_step}" if f.end_step != f.step else str(f.step), f.message)
             for f in findings]
@@ -557,14 +765,27 @@ def format_table(findings: list[Finding]) -> str:
         pad = " " * (sum(widths) + 6)
         lines.append(pad + "evidence: " + ", ".join(f"{k}={_fmt(v)}" for k, v in f.evidence.items()))
         lines.append(pad + "advice: " + f.advice)
-    return "\n".join(lines)
+    return "\n".join(lines) + tail
+
+
+def add_reader_args(ap: argparse.ArgumentParser) -> None:
+    """--format and --tags, shared with train.report."""
+    from train.record.formats import FORMATS
+
+    ap.add_argument("--format", default="auto", choices=FORMATS,
+                    help="how to read RUN (default: decided from the path; train/record/formats.py)")
+    ap.add_argument("--tags", default=None, metavar="FIELD=TAG,...",
+                    help="TensorBoard: which scalar tag is which field, e.g. loss=train/loss,val_loss=eval/loss "
+                         "(fields: loss, val_loss, lr, grad_norm, tokens, val_loss_<source>)")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     d = DiagnoseConfig()
     ap = argparse.ArgumentParser(prog="python -m train.diagnose", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run", help="run directory (or its metrics.jsonl); nothing but metrics.jsonl is needed")
-    ap.add_argument("--json", action="store_true", help="print the findings as a JSON list")
+    ap.add_argument("run", help="a run directory (or its metrics.jsonl), a JSON-lines or CSV file, a Hugging Face "
+                                "trainer_state.json or output directory, or TensorBoard event files")
+    ap.add_argument("--json", action="store_true", help="print {findings, not_judged, reading} as JSON")
+    add_reader_args(ap)
     ap.add_argument("--vocab-size", type=int, default=None,
                     help="vocabulary size for low_initial_loss (default: the run's config.json)")
     ap.add_argument("--spike-z", type=float, default=d.spike_z, help=f"robust z of a spike (default {d.spike_z})")
@@ -589,28 +810,40 @@ def config_from_args(a: argparse.Namespace) -> DiagnoseConfig:
                           val_noisy_ratio=a.val_noisy_ratio)
 
 
+def describe(rec, vocab: int | None) -> str:
+    """One line: what was read."""
+    from train.record.formats import FORMAT_NAMES
+
+    train, val = rec.train_rows, rec.val_rows
+    return (f"{rec.path if rec.format == 'glassbox' else rec.name} ({FORMAT_NAMES.get(rec.format, rec.format)}): "
+            f"{len(train)} training rows (steps {train[0]['step'] if train else '-'}-"
+            f"{train[-1]['step'] if train else '-'}), {len(val)} validation rows, vocabulary "
+            f"{vocab if vocab else 'unknown (low_initial_loss not checked; pass --vocab-size)'}"
+            + (f"; {rec.skipped_lines} unreadable lines skipped" if rec.skipped_lines else "")
+            + "".join(f"; {n}" for n in rec.notes))
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
     try:
-        rec = read_run(a.run)
+        from train.record.formats import parse_tags
+
+        rec = read_run(a.run, a.format, parse_tags(a.tags))
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vocab = a.vocab_size or rec.vocab_size
-    findings = diagnose(rec.rows, vocab_size=vocab, cfg=config_from_args(a))
+    result = assess_run(rec, vocab_size=vocab, cfg=config_from_args(a))
     if a.json:
-        print(json.dumps([f.to_dict() for f in findings], indent=1))
+        print(json.dumps(result.to_dict(), indent=1))
         return 0
-    train, val = rec.train_rows, rec.val_rows
-    print(f"{Path(a.run)}: {len(train)} training rows (steps {train[0]['step'] if train else '-'}-"
-          f"{train[-1]['step'] if train else '-'}), {len(val)} validation rows, vocabulary "
-          f"{vocab if vocab else 'unknown (low_initial_loss not checked; pass --vocab-size)'}"
-          + (f"; {rec.skipped_lines} unreadable lines skipped" if rec.skipped_lines else ""))
-    print(format_table(findings))
+    print(describe(rec, vocab))
+    print("".join(f"reading: {line}\n" for line in result.reading) + format_table(result.findings, result.not_judged))
     return 0
 
 
-__all__ = ["DiagnoseConfig", "Finding", "diagnose", "load_metrics", "format_table", "main"]
+__all__ = ["DiagnoseConfig", "Diagnosis", "Finding", "assess", "assess_run", "diagnose", "load_metrics",
+           "format_table", "main"]
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,9 +8,15 @@ tokens, loss, lr, grad_norm, tokens_per_s, mfu, step_s, time and any extra field
 - missing or null fields: a missing value, never a zero;
 - non-finite numbers (``NaN``/``Infinity`` as Python's json writes them): kept as floats, since a NaN loss
   is itself a finding;
-- a step written twice (a resumed run that did not truncate): the last row of each (kind, step) wins.
+- a step written twice (a resumed run that did not truncate): the last row of each (kind, step) wins;
+- rows without ``kind``, as most training scripts write them (``normalize_row``): common field names are
+  mapped to this project's (``iter`` -> ``step``, ``eval_loss`` or ``val/loss`` -> ``val_loss``,
+  ``learning_rate`` -> ``lr``, ...); a row with ``val_loss`` and no ``loss`` is a validation row, and a row
+  holding both is split into a training row and a validation row of the same step.
 
-Everything here works on a directory that holds nothing but ``metrics.jsonl``.
+Everything here works on a directory that holds nothing but ``metrics.jsonl``; other trainers' records
+(Hugging Face ``trainer_state.json``, TensorBoard event files, CSV) are read by ``train/record/formats.py``
+into the same rows, and ``read_run`` takes any of them.
 """
 from __future__ import annotations
 
@@ -34,44 +40,105 @@ def metrics_path(path: str | Path) -> Path:
     return p / METRICS_FILE if p.is_dir() else p
 
 
+# Field names other scripts use for this project's fields; applied to rows without ``kind`` only (this
+# project's rows always carry one), and only where the project's own name is absent.
+ALIASES = {
+    "step": ("iter", "iteration", "global_step", "train/global_step", "trainer/global_step"),
+    "loss": ("train_loss", "train/loss", "loss/train", "training_loss"),
+    "val_loss": ("eval_loss", "valid_loss", "validation_loss", "val/loss", "eval/loss", "loss/val",
+                 "validation/loss"),
+    "lr": ("learning_rate", "train/lr", "train/learning_rate"),
+    "grad_norm": ("train/grad_norm", "gradient_norm"),
+    "tokens": ("num_input_tokens_seen", "tokens_seen", "train/tokens", "train/num_input_tokens_seen"),
+}
+SHARED_FIELDS = ("step", "tokens", "time", "epoch")     # fields a split row's two halves both keep
+
+
+def is_val_field(key: str) -> bool:
+    return key == "val_loss" or key.startswith("val_")
+
+
 def row_kind(row: dict) -> str:
-    """``train`` for rows without a kind (older records), else the row's kind."""
+    """The row's kind; without one, ``val`` for a row with ``val_loss`` and no ``loss``, else ``train``."""
     k = row.get("kind")
-    return k if isinstance(k, str) else "train"
+    if isinstance(k, str):
+        return k
+    if num(row.get("val_loss")) is not None and num(row.get("loss")) is None:
+        return "val"
+    return "train"
+
+
+def normalize_row(row: dict) -> list[dict]:
+    """One row as read -> rows with ``kind`` set (see the module doc): a row that has a kind is kept as it
+    is; one without gets the aliases mapped and its kind decided, and is split in two when it holds both a
+    training loss and a validation loss."""
+    row = dict(row)
+    if isinstance(row.get("kind"), str):
+        return [row]
+    for name, aliases in ALIASES.items():
+        if row.get(name) is None:
+            for a in aliases:
+                if row.get(a) is not None:
+                    row[name] = row.pop(a)
+                    break
+    if num(row.get("loss")) is not None and num(row.get("val_loss")) is not None:
+        train = {k: v for k, v in row.items() if not is_val_field(k)}
+        val = {k: v for k, v in row.items() if is_val_field(k) or k in SHARED_FIELDS}
+        return [dict(train, kind="train"), dict(val, kind="val")]
+    return [dict(row, kind=row_kind(row))]
+
+
+def step_of(row) -> int | None:
+    """The row's step as an int, or None when it has none (or a fractional one)."""
+    step = row.get("step") if isinstance(row, dict) else None
+    if isinstance(step, float) and step.is_integer():
+        step = int(step)
+    if not isinstance(step, int) or isinstance(step, bool):
+        return None
+    return step
+
+
+def finish_rows(raw: list) -> tuple[list[dict], int]:
+    """Rows as read (any order, any kinds, repeats) -> (rows with kind, sorted by step with training before
+    validation, the last of each (kind, step) winning; items without a step, skipped)."""
+    by_key: dict[tuple[str, int], dict] = {}
+    skipped = 0
+    for item in raw:
+        if not isinstance(item, dict):
+            skipped += 1
+            continue
+        for row in normalize_row(item):
+            step = step_of(row)
+            if step is None:
+                skipped += 1
+                continue
+            row["step"] = step
+            key = (row["kind"], step)
+            by_key.pop(key, None)          # re-insert: the last row of a step also keeps its place last
+            by_key[key] = row
+    order = {"train": 0, "val": 1}
+    return sorted(by_key.values(), key=lambda r: (r["step"], order.get(r["kind"], 2))), skipped
 
 
 def load_metrics_detail(path: str | Path) -> tuple[list[dict], int]:
-    """(rows, skipped lines). Rows are sorted by step (train before val at the same step), one per
-    (kind, step), the last written winning. Raises RecordError when the file is missing."""
+    """(rows, skipped lines) of a metrics.jsonl (or any JSON-lines file of rows): see ``finish_rows``.
+    Raises RecordError when the file is missing."""
     p = metrics_path(path)
     if not Path(path).exists():
         raise RecordError(f"{path}: no such run directory or metrics file")
     if not p.is_file():
         raise RecordError(f"{p}: no such file (a run directory holds metrics.jsonl once the trainer logged a step)")
-    by_key: dict[tuple[str, int], dict] = {}
-    skipped = 0
+    raw, bad = [], 0
     with open(p, encoding="utf-8", errors="replace") as f:
         for line in f:
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                raw.append(json.loads(line))
             except ValueError:
-                skipped += 1
-                continue
-            step = row.get("step") if isinstance(row, dict) else None
-            if isinstance(step, float) and step.is_integer():
-                step = int(step)
-            if not isinstance(step, int) or isinstance(step, bool):
-                skipped += 1
-                continue
-            row["step"] = step
-            key = (row_kind(row), step)
-            by_key.pop(key, None)          # re-insert: the last row of a step also keeps its place last
-            by_key[key] = row
-    order = {"train": 0, "val": 1}
-    rows = sorted(by_key.values(), key=lambda r: (r["step"], order.get(row_kind(r), 2)))
-    return rows, skipped
+                bad += 1
+    rows, skipped = finish_rows(raw)
+    return rows, bad + skipped
 
 
 def load_metrics(path: str | Path) -> list[dict]:
@@ -128,16 +195,22 @@ def vocab_size_of(config: dict | None) -> int | None:
 
 @dataclass
 class RunRecord:
-    """What a reader needs from a run directory; every part but the rows may be absent."""
+    """What a reader needs from a run's record; every part but the rows may be absent."""
     path: Path
     rows: list[dict]
     skipped_lines: int = 0
-    config: dict | None = None          # config.json (the resolved config)
+    config: dict | None = None          # config.json (the resolved config; a Hugging Face model config)
     run: dict | None = None             # run.json
     extra: dict = field(default_factory=dict)
+    format: str = "glassbox"            # which reader read it (train/record/formats.py)
+    label: str | None = None            # the name to show, when the directory's name is not it
+    manifest: dict | None = None        # manifest.json of a Glassbox run directory (the plan it trained on)
+    notes: list[str] = field(default_factory=list)   # what the reader mapped or left out, for the summary
 
     @property
     def name(self) -> str:
+        if self.label:
+            return self.label
         return self.path.name if self.path.is_dir() else self.path.parent.name
 
     @property
@@ -153,13 +226,27 @@ class RunRecord:
         return vocab_size_of(self.config)
 
 
-def read_run(path: str | Path) -> RunRecord:
-    """A run directory (or its metrics.jsonl). Raises RecordError without a metrics file or rows."""
+def read_glassbox(path: str | Path) -> RunRecord:
+    """A run directory (or its metrics.jsonl, or any JSON-lines file of rows). Raises RecordError without a
+    metrics file or rows."""
     p = Path(path)
     rows, skipped = load_metrics_detail(p)
     if not rows:
         raise RecordError(f"{metrics_path(p)}: no metrics rows (the run has not logged a step yet"
                           + (f"; {skipped} unreadable lines" if skipped else "") + ")")
     run_dir = p if p.is_dir() else p.parent
-    return RunRecord(path=run_dir, rows=rows, skipped_lines=skipped,
-                     config=_read_json(run_dir / "config.json"), run=_read_json(run_dir / "run.json"))
+    label = None if p.is_dir() or p.name == METRICS_FILE else p.stem
+    own = p.is_dir() or p.name == METRICS_FILE
+    return RunRecord(path=run_dir, rows=rows, skipped_lines=skipped, label=label,
+                     format="glassbox" if own else "jsonl",
+                     config=_read_json(run_dir / "config.json") if own else None,
+                     run=_read_json(run_dir / "run.json") if own else None,
+                     manifest=_read_json(run_dir / "manifest.json") if own else None)
+
+
+def read_run(path: str | Path, fmt: str = "auto", tags: dict[str, str] | None = None) -> RunRecord:
+    """Any trainer's record (train/record/formats.py: this project's run directory, JSON lines, Hugging Face
+    trainer_state.json, TensorBoard event files, CSV). Raises RecordError when there is nothing to read."""
+    from train.record.formats import read_any
+
+    return read_any(path, fmt, tags)

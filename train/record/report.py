@@ -1,7 +1,8 @@
 """A run's report: one self-contained HTML page (charts as base64 PNG data URIs, no external resources).
 
-    python -m train.report RUN_DIR [--compare OTHER_RUN] [--out FILE] [--vocab-size N]
-    make report RUN=runs/<name> [COMPARE=runs/<other>]
+    python -m train.report RUN [--compare OTHER] [--out FILE] [--vocab-size N] [--format F] [--compare-format F]
+                               [--tags FIELD=TAG,...]
+    make report RUN=runs/<name> [COMPARE=<another run, in any format train/record/formats.py reads>]
 
 The page (``RUN_DIR/report.html`` unless ``--out``): a run summary (from config.json / run.json where they
 exist: model shape and size, tokens, steps, manifest and its hash, code version; it also works with nothing
@@ -9,8 +10,10 @@ but metrics.jsonl), the diagnosis table (train/record/diagnose.py), training and
 steps and against tokens, learning rate and gradient norm, throughput (tokens/s, MFU, step time),
 per-source validation loss, and a telemetry section that draws every other numeric field of the training
 rows (``data_*``, ``share_*``, ``ce``, ``z_loss``, ... whatever the trainer adds; fields sharing a prefix
-share a chart). ``--compare`` overlays a second run aligned by tokens. ``loss_curve.png`` is also written
-into the run directory. Charts are drawn with matplotlib's Agg canvas (headless; no pyplot state).
+share a chart). ``--compare`` overlays a second run, aligned by tokens when both record them (else by steps);
+either may be any trainer's record (a Hugging Face trainer_state.json, TensorBoard event files, a CSV, JSON
+lines: train/record/formats.py). ``loss_curve.png`` is also written into the run directory. Charts are drawn
+with matplotlib's Agg canvas (headless; no pyplot state).
 """
 from __future__ import annotations
 
@@ -25,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from train.record.diagnose import (DiagnoseConfig, Finding, diagnose, rolling_median,
-                                   smooth_window)
+from train.record.diagnose import (DiagnoseConfig, Diagnosis, Finding, add_reader_args, assess_run,
+                                   rolling_median, smooth_window)
+from train.record.formats import FORMAT_NAMES, FORMATS, parse_tags
 from train.record.load import RecordError, RunRecord, finite, read_run, series
 
 # Fields of a training row that have their own chart (or are bookkeeping); everything else numeric is
@@ -84,15 +88,26 @@ def _draw_loss(ax, rec: RunRecord, x: str, color: str, label: str, faint: bool =
                 alpha=0.9 if faint else 0.6, label=f"{label} val", ls="-" if faint else "--")
 
 
+def has_tokens(rec: RunRecord) -> bool:
+    return len(series(rec.train_rows, "loss", "tokens")[0]) > 0
+
+
+def align_axis(rec: RunRecord, other: RunRecord) -> str:
+    """``tokens`` when both runs record token counts, else ``step``."""
+    return "tokens" if has_tokens(rec) and has_tokens(other) else "step"
+
+
 def loss_figure(rec: RunRecord, findings: list[Finding], other: RunRecord | None = None) -> bytes:
     """loss_curve.png: training (raw and smoothed) and validation loss against steps and against tokens;
-    findings shaded on the steps panel; a compared run overlaid on the tokens panel."""
+    findings shaded on the steps panel; a compared run overlaid on the tokens panel (on the steps panel when
+    one of the two has no token counts)."""
     fig, axes = _figure(1, 2, height=4.0)
     a_step, a_tok = axes[0]
     _draw_loss(a_step, rec, "step", RUN_COLORS[0], rec.name)
     _draw_loss(a_tok, rec, "tokens", RUN_COLORS[0], rec.name)
     if other is not None:
-        _draw_loss(a_tok, other, "tokens", RUN_COLORS[1], other.name, faint=False)
+        x = align_axis(rec, other)
+        _draw_loss(a_tok if x == "tokens" else a_step, other, x, RUN_COLORS[1], other.name, faint=False)
     for f in findings:
         color = SEVERITY_COLOR.get(f.severity, "#777777")
         if f.end_step > f.step:
@@ -101,7 +116,10 @@ def loss_figure(rec: RunRecord, findings: list[Finding], other: RunRecord | None
         a_step.annotate(f.kind, (f.step, 1.0), xycoords=("data", "axes fraction"), fontsize=7, color=color,
                         rotation=90, va="top", ha="right")
     _style(a_step, "loss against steps", "step", "loss (nats)")
-    _style(a_tok, "loss against tokens" + (" (runs aligned by tokens)" if other is not None else ""), "tokens")
+    aligned = other is not None and align_axis(rec, other) == "tokens"
+    _style(a_step, "loss against steps" + (" (runs aligned by steps)" if other is not None and not aligned else ""),
+           "step", "loss (nats)")
+    _style(a_tok, "loss against tokens" + (" (runs aligned by tokens)" if aligned else ""), "tokens")
     _legend(a_step)
     _legend(a_tok)
     return _png(fig)
@@ -227,23 +245,25 @@ def telemetry_figure(rec: RunRecord) -> tuple[bytes | None, dict[str, list[str]]
 
 
 def compare_figure(rec: RunRecord, other: RunRecord) -> bytes:
-    """Both runs against tokens: training loss, validation loss, learning rate, gradient norm."""
+    """Both runs against tokens (steps when one has no token counts): training loss, validation loss,
+    learning rate, gradient norm."""
+    x = align_axis(rec, other)
     fig, axes = _figure(2, 2, height=3.2)
     pairs = ((rec, RUN_COLORS[0]), (other, RUN_COLORS[1]))
     for (r, color) in pairs:
-        xs, ys = series(r.train_rows, "loss", "tokens")
+        xs, ys = series(r.train_rows, "loss", x)
         if len(xs):
             axes[0][0].plot(xs, _smooth(ys), color=color, lw=1.3, label=r.name)
-        vx, vy = series(r.val_rows, "val_loss", "tokens")
+        vx, vy = series(r.val_rows, "val_loss", x)
         if len(vx):
             axes[0][1].plot(vx, vy, "o-", color=color, ms=3, lw=1.2, label=r.name)
         for ax, key in ((axes[1][0], "lr"), (axes[1][1], "grad_norm")):
-            xs, ys = series(r.train_rows, key, "tokens")
+            xs, ys = series(r.train_rows, key, x)
             if len(xs):
                 ax.plot(xs, ys, color=color, lw=1.0, label=r.name)
     for ax, title in zip(axes.flat, ("training loss (smoothed)", "validation loss", "learning rate",
                                      "gradient norm")):
-        _style(ax, title, "tokens")
+        _style(ax, title, x)
         _legend(ax)
     return _png(fig)
 
@@ -281,9 +301,12 @@ def _fmt_s(s: float) -> str:
     return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
 
 
-def summary(rec: RunRecord, findings: list[Finding]) -> list[tuple[str, str]]:
+def summary(rec: RunRecord, findings: list[Finding], not_judged: list[dict] | None = None) -> list[tuple[str, str]]:
     """(label, value) pairs, from whatever parts of the record exist."""
     out: list[tuple[str, str]] = [("run", rec.name), ("directory", str(rec.path))]
+    if rec.format != "glassbox":
+        out.append(("read as", FORMAT_NAMES.get(rec.format, rec.format)
+                    + "".join(f"; {n}" for n in rec.notes)))
     cfg = rec.config or {}
     model = cfg.get("model") if isinstance(cfg.get("model"), dict) else None
     if model:
@@ -347,7 +370,8 @@ def summary(rec: RunRecord, findings: list[Finding]) -> list[tuple[str, str]]:
     if rec.skipped_lines:
         out.append(("unreadable lines skipped", str(rec.skipped_lines)))
     counts = {s: sum(f.severity == s for f in findings) for s in ("critical", "warning", "info")}
-    out.append(("diagnosis", ", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings"))
+    out.append(("diagnosis", (", ".join(f"{n} {s}" for s, n in counts.items() if n) or "no findings")
+                + (f" ({len(not_judged)} checks not judged on this record)" if not_judged else "")))
     return out
 
 
@@ -383,8 +407,18 @@ def _fmt_ev(v) -> str:
     return str(v)
 
 
-def diagnosis_table(findings: list[Finding]) -> str:
+def not_judged_list(not_judged: list[dict]) -> str:
+    if not not_judged:
+        return ""
+    items = "".join(f"<li><b>{_e(n['check'])}</b>: {_e(n['reason'])}</li>" for n in not_judged)
+    return f'<p class="muted">Not judged on this record:</p><ul class="not-judged">{items}</ul>'
+
+
+def diagnosis_table(findings: list[Finding], not_judged: list[dict] | None = None) -> str:
+    tail = not_judged_list(not_judged or [])
     if not findings:
+        if not_judged:
+            return ('<p id="diagnosis-none">No findings among the checks that could be judged.</p>' + tail)
         return '<p id="diagnosis-none">No findings: the curves show none of the patterns the diagnosis looks for.</p>'
     rows = []
     for f in findings:
@@ -393,7 +427,7 @@ def diagnosis_table(findings: list[Finding]) -> str:
         rows.append(f'<tr class="finding"><td class="sev-{_e(f.severity)}">{_e(f.severity)}</td><td>{_e(f.kind)}</td>'
                     f"<td>{steps}</td><td>{_e(f.message)}</td><td><code>{ev}</code></td><td>{_e(f.advice)}</td></tr>")
     return ('<table id="diagnosis-table"><tr><th>severity</th><th>kind</th><th>steps</th><th>what</th>'
-            "<th>evidence</th><th>advice</th></tr>" + "".join(rows) + "</table>")
+            "<th>evidence</th><th>advice</th></tr>" + "".join(rows) + "</table>" + tail)
 
 
 def _summary_table(items: list[tuple[str, str]], other: list[tuple[str, str]] | None = None) -> str:
@@ -407,20 +441,26 @@ def _summary_table(items: list[tuple[str, str]], other: list[tuple[str, str]] | 
             f"{body}</table>")
 
 
-def render_html(rec: RunRecord, findings: list[Finding], charts: dict[str, bytes | None],
+def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None],
                 telemetry: dict[str, list[str]], other: RunRecord | None = None,
-                other_findings: list[Finding] | None = None) -> str:
+                other_diag: Diagnosis | None = None) -> str:
+    findings = diag.findings
+    other_findings = other_diag.findings if other_diag else []
+    axis = align_axis(rec, other) if other is not None else "tokens"
     parts = [f"<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{_e(rec.name)}: run report"
              f"</title><style>{CSS}</style></head><body>",
              f"<h1>Run report: {_e(rec.name)}</h1>",
              f'<p class="muted">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S"))} from {_e(rec.path)} by '
              "<code>python -m train.report</code>"
              + (f"; compared with {_e(other.path)}" if other is not None else "") + ".</p>",
-             '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings))]
+             '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings, diag.not_judged))]
     parts += ['<h2 id="diagnosis">Diagnosis</h2>',
               '<p class="muted">Findings of <code>python -m train.diagnose</code> (thresholds in '
               "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
-              diagnosis_table(findings)]
+              diagnosis_table(findings, diag.not_judged)]
+    if diag.reading:
+        parts.insert(-1, '<p>What the curves did:</p><ul id="reading">'
+                     + "".join(f"<li>{_e(x)}</li>" for x in diag.reading) + "</ul>")
 
     def section(key: str, title: str, note: str = "", missing: str = "") -> None:
         parts.append(f'<h2 id="{_e(key)}-h">{_e(title)}</h2>')
@@ -433,7 +473,7 @@ def render_html(rec: RunRecord, findings: list[Finding], charts: dict[str, bytes
             parts.append(f'<p class="muted" id="{_e(key)}-none">{_e(missing or "Nothing to draw in this record.")}</p>')
 
     section("loss", "Loss", "Training loss (faint: every step; solid: rolling median) and validation loss, against "
-            "steps and against tokens; shaded: diagnosis findings." + (" The compared run is overlaid on the tokens "
+            "steps and against tokens; shaded: diagnosis findings." + (f" The compared run is overlaid on the {axis} "
                                                                        "panel." if other is not None else ""),
             "No finite training loss in this record.")
     section("optimizer", "Learning rate and gradient norm", missing="No lr or grad_norm fields in this record.")
@@ -445,42 +485,54 @@ def render_html(rec: RunRecord, findings: list[Finding], charts: dict[str, bytes
                                                    for g, ks in telemetry.items()) + ".") if telemetry else "",
             "No telemetry fields in this record (the training rows hold only the standard fields).")
     if other is not None:
-        parts.append('<h2 id="compare">Comparison (aligned by tokens)</h2>')
-        parts.append(_summary_table(summary(rec, findings), summary(other, other_findings or [])))
+        why = "" if axis == "tokens" else (": " + " and ".join(r.name for r in (rec, other) if not has_tokens(r))
+                                           + " records no token counts")
+        parts.append(f'<h2 id="compare">Comparison (aligned by {"tokens" if axis == "tokens" else "steps"}'
+                     f'{_e(why)})</h2>')
+        parts.append(_summary_table(summary(rec, findings, diag.not_judged),
+                                    summary(other, other_findings, other_diag.not_judged if other_diag else None)))
         if charts.get("compare"):
-            parts.append(_img(charts["compare"], "comparison against tokens", "compare-img"))
+            parts.append(_img(charts["compare"], f"comparison against {axis}", "compare-img"))
         parts.append(f"<h3>Diagnosis of {_e(other.name)}</h3>")
-        parts.append(diagnosis_table(other_findings or []).replace('id="diagnosis-table"', 'id="compare-diagnosis"')
+        parts.append(diagnosis_table(other_findings, other_diag.not_judged if other_diag else None)
+                     .replace('id="diagnosis-table"', 'id="compare-diagnosis"')
                      .replace('id="diagnosis-none"', 'id="compare-diagnosis-none"'))
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
 def build_report(run: str | Path, compare: str | Path | None = None, out: str | Path | None = None,
-                 vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> Path:
-    """Write the report page (and RUN/loss_curve.png); returns the page's path. Raises RecordError."""
-    rec = read_run(run)
-    other = read_run(compare) if compare else None
-    findings = diagnose(rec.rows, vocab_size=vocab_size or rec.vocab_size, cfg=cfg)
-    other_findings = diagnose(other.rows, vocab_size=vocab_size or other.vocab_size, cfg=cfg) if other else None
+                 vocab_size: int | None = None, cfg: DiagnoseConfig | None = None, fmt: str = "auto",
+                 compare_fmt: str = "auto", tags: dict[str, str] | None = None) -> Path:
+    """Write the report page (and loss_curve.png in the run's directory); returns the page's path. Either run
+    may be any trainer's record (train/record/formats.py). Raises RecordError."""
+    rec = read_run(run, fmt, tags)
+    other = read_run(compare, compare_fmt, tags) if compare else None
+    diag = assess_run(rec, vocab_size=vocab_size, cfg=cfg)
+    other_diag = assess_run(other, vocab_size=vocab_size, cfg=cfg) if other else None
     tele_png, tele_groups = telemetry_figure(rec)
-    charts = {"loss": loss_figure(rec, findings, other), "optimizer": optimizer_figure(rec),
+    charts = {"loss": loss_figure(rec, diag.findings, other), "optimizer": optimizer_figure(rec),
               "throughput": throughput_figure(rec), "val_sources": val_source_figure(rec), "telemetry": tele_png,
               "compare": compare_figure(rec, other) if other is not None else None}
     (rec.path / "loss_curve.png").write_bytes(charts["loss"])
     page = Path(out) if out else rec.path / "report.html"
     page.parent.mkdir(parents=True, exist_ok=True)
     tmp = page.with_name(f".{page.name}.tmp")
-    tmp.write_text(render_html(rec, findings, charts, tele_groups, other, other_findings), encoding="utf-8")
+    tmp.write_text(render_html(rec, diag, charts, tele_groups, other, other_diag), encoding="utf-8")
     tmp.replace(page)
     return page
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m train.report", description=__doc__.split("\n\n")[0])
-    ap.add_argument("run", help="run directory (nothing but metrics.jsonl is needed)")
-    ap.add_argument("--compare", metavar="OTHER_RUN", default=None, help="overlay another run, aligned by tokens")
+    ap.add_argument("run", help="a run directory (nothing but metrics.jsonl is needed), or another trainer's record "
+                                "(train/record/formats.py)")
+    ap.add_argument("--compare", metavar="OTHER", default=None,
+                    help="overlay another run (any format), aligned by tokens when both record them")
+    ap.add_argument("--compare-format", default="auto", choices=FORMATS,
+                    help="how to read --compare (default: decided from the path)")
     ap.add_argument("--out", default=None, help="the HTML file to write (default RUN/report.html)")
+    add_reader_args(ap)
     ap.add_argument("--vocab-size", type=int, default=None,
                     help="vocabulary size for the diagnosis (default: each run's config.json)")
     ap.add_argument("--spike-z", type=float, default=DiagnoseConfig.spike_z, help="diagnosis: robust z of a spike")
@@ -488,12 +540,12 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     try:
         page = build_report(a.run, a.compare, a.out, a.vocab_size,
-                            DiagnoseConfig(spike_z=a.spike_z, expected_floor=a.floor))
+                            DiagnoseConfig(spike_z=a.spike_z, expected_floor=a.floor), a.format, a.compare_format,
+                            parse_tags(a.tags))
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    run_dir = Path(a.run) if Path(a.run).is_dir() else Path(a.run).parent
-    print(f"wrote {page} and {run_dir / 'loss_curve.png'}")
+    print(f"wrote {page} (and loss_curve.png in the run's directory)")
     return 0
 
 
