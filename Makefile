@@ -156,16 +156,21 @@ clean:
 
 # Training (train/): a Llama-style model on a mixture manifest with DeepSpeed (README, "Training").
 #   make pretrain CONFIG=train/configs/<cfg>.yaml MANIFEST=<data>/manifests/<name>.json RUN=runs/<name> [STEPS=N]
+#                 [INIT=<Hugging Face LlamaForCausalLM dir>]      (TRAIN_CONFIG= is the same as CONFIG=)
 # Defaults: the tiny config on the bundled sample's manifest, built first when missing. The process count
-# is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further).
+# is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further), in the
+# config's layout even when the checkpoint was written in another (train/reshard.py). INIT starts a new run
+# from a Hugging Face model's weights (train/hf_import.py).
 # Multi-node: HOSTFILE=<deepspeed hostfile> launches with the deepspeed launcher on every host in it.
 SAMPLE_MANIFEST := $(DATA)/manifests/sample.json
 MANIFEST ?= $(SAMPLE_MANIFEST)
 RUN ?= runs/sample
 STEPS ?=
 HOSTFILE ?=
+INIT ?=
 TRAIN_CONFIG = $(if $(filter file default undefined,$(origin CONFIG)),train/configs/tiny.yaml,$(CONFIG))
-TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS))
+TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS)) \
+  $(if $(INIT),--init $(INIT))
 
 .PHONY: pretrain
 pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))

@@ -1,39 +1,199 @@
 #!/usr/bin/env bash
-# Tokens/s and MFU of the trainer on this machine's GPUs, one command:
+# The trainer on this machine's GPUs, one command, no network:
 #
-#   bench/gpu_throughput.sh [STEPS]        (default 30; the first 5 steps are warm-up and not counted)
+#   bench/gpu_throughput.sh [STEPS]        (default 20 per throughput run; the first 5 are warm-up, not counted)
 #
-# Runs train/configs/125m.yaml in bf16 (CONFIG=... for another) as pure data parallel over NGPU GPUs
-# (default: all visible), on MANIFEST or else on synthetic random tokens (vocab 32000, built once under
-# WORK). Prints the median tokens/s (all GPUs) and MFU from the run's metrics.jsonl; MFU uses the peak
-# table in train/metrics.py (PEAK_TFLOPS=<per-GPU bf16 TFLOP/s> for a GPU not in it).
+# 1. tokens/s and MFU in bf16 of each config in CONFIGS (default train/configs/125m.yaml and 350m.yaml) as pure
+#    data parallel over NGPU GPUs (default: all visible), at global batch GLOBAL_BATCH (default 64 sequences:
+#    the micro-batch of the config, so per-token speed is the config's, in a quarter of the time per step);
+# 2. a resharded resume (train/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
+#    ~1e-6; tests/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
+#    5 steps in the same layout, and a copy of the checkpoint goes on 5 steps in another layout: tp=2 with
+#    half the data ranks on 2+ GPUs, ZeRO stage 1 -> 0 on one GPU (one process per GPU, so the only layout change
+#    one GPU allows). Reports the largest relative loss difference of those 5 steps (pass: <= 1e-4; GPU
+#    kernels add nondeterministic atomics to the summation-order noise).
+#
+# Data: random token ids (vocab 32000) built once under WORK (bench/synthetic_manifest.py), or MANIFEST=...
+# Output: everything (runs, logs, summary.json, summary.txt) under OUT (default build/bench/gpu/<time>).
+# Every step runs under `timeout STEP_TIMEOUT` (default 300 s); a failed step is reported in the summary table
+# and the script goes on, exiting 1 at the end. MFU uses the peak table in train/metrics.py (PEAK_TFLOPS=<per-GPU
+# TFLOP/s> for a GPU not in it).
+#
+# Without a GPU: DRY_RUN=1 runs the same steps on the CPU (gloo, 2 processes) with train/configs/tiny.yaml in
+# fp32 and a few steps, to check the script itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-STEPS=${1:-${STEPS:-30}}
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 PY=${PY:-.venv/bin/python}
-CONFIG=${CONFIG:-train/configs/125m.yaml}
+TORCHRUN=${TORCHRUN:-.venv/bin/torchrun}
 WORK=${WORK:-build/bench/gpu}
-NGPU=${NGPU:-$($PY -c 'import torch; print(torch.cuda.device_count())')}
-if [ "$NGPU" -lt 1 ]; then echo "no GPU visible" >&2; exit 1; fi
-SEQ=$($PY -c "import yaml,sys; print(yaml.safe_load(open('$CONFIG'))['data']['seq_len'])")
+OUT=${OUT:-$WORK/$(date +%Y%m%d-%H%M%S)}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}
+DRY_RUN=${DRY_RUN:-0}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+exec > >(tee -a "$OUT/bench.log") 2>&1
+
+if [ "$DRY_RUN" = 1 ]; then
+  NGPU=${NGPU:-2}
+  STEPS=${1:-${STEPS:-8}}
+  CONFIGS=${CONFIGS:-train/configs/tiny.yaml}
+  PRECISION=fp32
+  GLOBAL_BATCH=${GLOBAL_BATCH:-16}
+  RESHARD_CONFIG=${RESHARD_CONFIG:-train/configs/tiny.yaml}
+  RESHARD_SEQ=${RESHARD_SEQ:-128}
+  SYNTH_TOKENS=${SYNTH_TOKENS:-2e6}
+  export DS_ACCELERATOR=cpu OMP_NUM_THREADS=1
+else
+  NGPU=${NGPU:-$($PY -c 'import torch; print(torch.cuda.device_count())')}
+  if [ "$NGPU" -lt 1 ]; then
+    echo "error: no GPU visible; DRY_RUN=1 checks this script on the CPU" >&2
+    exit 1
+  fi
+  STEPS=${1:-${STEPS:-20}}
+  CONFIGS=${CONFIGS:-train/configs/125m.yaml train/configs/350m.yaml}
+  PRECISION=bf16
+  GLOBAL_BATCH=${GLOBAL_BATCH:-64}
+  RESHARD_CONFIG=${RESHARD_CONFIG:-train/configs/125m.yaml}
+  RESHARD_SEQ=${RESHARD_SEQ:-1024}
+  SYNTH_TOKENS=${SYNTH_TOKENS:-2e7}
+fi
+RESHARD_STEPS=${RESHARD_STEPS:-10}
+echo "== gpu_throughput: NGPU=$NGPU STEPS=$STEPS CONFIGS=($CONFIGS) DRY_RUN=$DRY_RUN OUT=$OUT"
+if [ "$DRY_RUN" != 1 ]; then
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+fi
+
+ROWS=$OUT/rows.jsonl
+: > "$ROWS"
+FAILED=0
+
+row() {  # one JSON row of the summary
+  $PY -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@" >> "$ROWS"
+}
+
+timed() {  # timed NAME CMD...: run under the step timeout, log to OUT/NAME.log; sets RC and WALL
+  local name=$1; shift
+  local t0; t0=$(date +%s)
+  echo "-- $name: $*"
+  set +e
+  timeout --kill-after=30 "$STEP_TIMEOUT" "$@" > "$OUT/$name.log" 2>&1
+  RC=$?
+  set -e
+  WALL=$(( $(date +%s) - t0 ))
+  tail -n 3 "$OUT/$name.log"
+  if [ "$RC" -ne 0 ]; then
+    FAILED=1
+    if [ "$RC" -eq 124 ] || [ "$RC" -eq 137 ]; then echo "   $name: TIMEOUT after ${STEP_TIMEOUT}s"; else echo "   $name: FAILED (exit $RC)"; fi
+  fi
+}
+
+train() {  # train NAME RUN NPROC STEPS ARGS...: the trainer via torchrun
+  local name=$1 run=$2 nproc=$3 steps=$4; shift 4
+  timed "$name" "$TORCHRUN" --standalone --nproc_per_node="$nproc" -m train.pretrain --manifest "$MANIFEST" \
+    --run-dir "$run" --steps "$steps" --set eval.every=0 --set log.every=5 --set log.sample_every=0 "$@"
+}
+
+# -- data
 MANIFEST=${MANIFEST:-}
 if [ -z "$MANIFEST" ]; then
-  $PY bench/synthetic_manifest.py --out "$WORK/data" --vocab 32000 --tokens "${SYNTH_TOKENS:-5e7}" --seq-len "$SEQ"
-  MANIFEST=$WORK/data/manifests/synthetic.json
+  SEQ=0
+  for c in $CONFIGS $RESHARD_CONFIG; do
+    s=$($PY -c "import yaml,sys; print(yaml.safe_load(open('$c'))['data'].get('seq_len') or 0)")
+    [ "$s" -gt "$SEQ" ] && SEQ=$s
+  done
+  DATA=$WORK/data-$SEQ
+  timed data $PY bench/synthetic_manifest.py --out "$DATA" --vocab 32000 --tokens "$SYNTH_TOKENS" --seq-len "$SEQ"
+  if [ "$RC" -ne 0 ]; then echo "error: no data" >&2; exit 1; fi
+  MANIFEST=$DATA/manifests/synthetic.json
 fi
-RUN=$WORK/run-$(date +%Y%m%d-%H%M%S)
-EXTRA=()
-if [ -n "${PEAK_TFLOPS:-}" ]; then EXTRA+=(--set "log.peak_tflops=$PEAK_TFLOPS"); fi
-.venv/bin/torchrun --standalone --nproc_per_node="$NGPU" -m train.pretrain --config "$CONFIG" \
-  --manifest "$MANIFEST" --run-dir "$RUN" --steps "$STEPS" \
-  --set parallel.tp=1 --set parallel.pp=1 --set parallel.dp="$NGPU" --set eval.every=0 \
-  --set checkpoint.every=0 --set log.every=5 "${EXTRA[@]}"
-$PY - "$RUN" "$NGPU" <<'PY'
+PEAK=()
+if [ -n "${PEAK_TFLOPS:-}" ]; then PEAK=(--set "log.peak_tflops=$PEAK_TFLOPS"); fi
+
+# -- 1. throughput
+for CONFIG in $CONFIGS; do
+  name=$(basename "$CONFIG" .yaml)
+  mb=$($PY -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['train']['micro_batch_size'])")
+  G=$(( GLOBAL_BATCH > mb * NGPU ? GLOBAL_BATCH / (mb * NGPU) * mb * NGPU : mb * NGPU ))
+  train "throughput-$name" "$OUT/runs/throughput-$name" "$NGPU" "$STEPS" --config "$CONFIG" \
+    --set parallel.tp=1 --set parallel.pp=1 --set parallel.dp="$NGPU" --set train.precision=$PRECISION \
+    --set train.global_batch_size=$G --set checkpoint.every=0 --set checkpoint.keep=1 "${PEAK[@]}"
+  if [ "$RC" -eq 0 ]; then
+    read -r TPS MFU NCOUNT < <($PY - "$OUT/runs/throughput-$name" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(f"{sys.argv[1]}/metrics.jsonl") if '"kind": "train"' in l][5:]
-tps = statistics.median(r["tokens_per_s"] for r in rows)
-mfu = [r["mfu"] for r in rows if r["mfu"] is not None]
-print(json.dumps({"gpus": int(sys.argv[2]), "steps_counted": len(rows), "tokens_per_s": round(tps),
-                  "tokens_per_s_per_gpu": round(tps / int(sys.argv[2])),
-                  "mfu": round(statistics.median(mfu), 4) if mfu else None, "run": sys.argv[1]}))
+tps = statistics.median(r["tokens_per_s"] for r in rows) if rows else 0
+mfu = [r["mfu"] for r in rows if r.get("mfu") is not None]
+print(round(tps), round(statistics.median(mfu), 4) if mfu else "-", len(rows))
 PY
+)
+    row what "throughput" config "$name" precision $PRECISION layout "tp1 pp1 dp$NGPU" global_batch "$G" \
+      steps_counted "$NCOUNT" tokens_per_s "$TPS" tokens_per_s_per_gpu "$(( TPS / NGPU ))" mfu "$MFU" wall_s "$WALL" status ok
+  else
+    row what "throughput" config "$name" precision $PRECISION layout "tp1 pp1 dp$NGPU" wall_s "$WALL" status "failed ($RC)"
+  fi
+done
+
+# -- 2. a resharded resume
+if [ "$NGPU" -ge 2 ] && [ $(( NGPU % 2 )) -eq 0 ]; then
+  FROM=(--set parallel.tp=1 --set parallel.dp="$NGPU" --set train.zero_stage=1); FROM_TXT="tp1 pp1 dp$NGPU zero1"
+  TO=(--set parallel.tp=2 --set parallel.dp=$(( NGPU / 2 )) --set train.zero_stage=1); TO_TXT="tp2 pp1 dp$(( NGPU / 2 )) zero1"
+else
+  FROM=(--set parallel.tp=1 --set parallel.dp="$NGPU" --set train.zero_stage=1); FROM_TXT="tp1 pp1 dp$NGPU zero1"
+  TO=(--set parallel.tp=1 --set parallel.dp="$NGPU" --set train.zero_stage=0); TO_TXT="tp1 pp1 dp$NGPU zero0"
+fi
+rmb=$($PY -c "import yaml; print(yaml.safe_load(open('$RESHARD_CONFIG'))['train']['micro_batch_size'])")
+RG=$(( rmb * NGPU * 2 ))
+COMMON=(--config "$RESHARD_CONFIG" --set parallel.pp=1 --set train.precision=fp32 --set optimizer.eps=1e-3
+        --set data.seq_len="$RESHARD_SEQ" --set train.global_batch_size="$RG" --set train.steps=$(( RESHARD_STEPS + 5 ))
+        --set schedule.warmup_steps=2 --set checkpoint.every=$RESHARD_STEPS --set checkpoint.keep=0)
+R=$OUT/runs/reshard
+RESHARD_STATUS="failed"
+DIFF="-"
+T0=$(date +%s)
+train reshard-a "$R-same" "$NGPU" "$RESHARD_STEPS" "${COMMON[@]}" "${FROM[@]}"
+if [ "$RC" -eq 0 ]; then
+  cp -r "$R-same" "$R-new"
+  train reshard-same "$R-same" "$NGPU" $(( RESHARD_STEPS + 5 )) "${COMMON[@]}" "${FROM[@]}"
+  RC_SAME=$RC
+  nproc_to=$NGPU
+  train reshard-new "$R-new" "$nproc_to" $(( RESHARD_STEPS + 5 )) "${COMMON[@]}" "${TO[@]}"
+  if [ "$RC_SAME" -eq 0 ] && [ "$RC" -eq 0 ]; then
+    if ! grep -q "in a new layout" "$OUT/reshard-new.log"; then
+      echo "   reshard-new: the resumed run did not report a layout change"; FAILED=1
+    else
+      DIFF=$($PY - "$R-same" "$R-new" "$RESHARD_STEPS" <<'PY'
+import json, sys
+def rows(run):
+    return {r["step"]: r for r in map(json.loads, open(f"{run}/metrics.jsonl")) if r.get("kind") == "train"}
+a, b, k = rows(sys.argv[1]), rows(sys.argv[2]), int(sys.argv[3])
+steps = [s for s in a if s > k]
+assert steps and all(s in b for s in steps), (sorted(a), sorted(b))
+print(f"{max(abs(b[s]['loss'] - a[s]['loss']) / abs(a[s]['loss']) for s in steps):.2e}")
+PY
+)
+      if $PY -c "import sys; sys.exit(0 if float('$DIFF') <= 1e-4 else 1)"; then RESHARD_STATUS=ok; else
+        RESHARD_STATUS="MISMATCH"; FAILED=1; fi
+    fi
+  fi
+fi
+row what "resharded resume" config "$(basename "$RESHARD_CONFIG" .yaml)" precision fp32 \
+  layout "$FROM_TXT -> $TO_TXT at step $RESHARD_STEPS" global_batch "$RG" \
+  max_rel_loss_diff "$DIFF" wall_s "$(( $(date +%s) - T0 ))" status "$RESHARD_STATUS"
+
+# -- summary
+$PY - "$ROWS" "$OUT" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+cols = [("what", "what"), ("config", "config"), ("precision", "prec"), ("layout", "layout"),
+        ("global_batch", "batch"), ("tokens_per_s", "tokens/s"), ("tokens_per_s_per_gpu", "tokens/s/GPU"),
+        ("mfu", "MFU"), ("max_rel_loss_diff", "max rel loss diff"), ("wall_s", "wall s"), ("status", "status")]
+cols = [(k, h) for k, h in cols if any(k in r for r in rows)]
+table = [[h for _, h in cols]] + [[str(r.get(k, "")) for k, _ in cols] for r in rows]
+width = [max(len(x[i]) for x in table) for i in range(len(cols))]
+text = "\n".join("  ".join(c.ljust(w) for c, w in zip(line, width)) for line in table)
+open(f"{sys.argv[2]}/summary.txt", "w").write(text + "\n")
+json.dump(rows, open(f"{sys.argv[2]}/summary.json", "w"), indent=1)
+print("\n== summary (" + sys.argv[2] + "/summary.txt)\n" + text)
+PY
+exit $FAILED

@@ -27,6 +27,7 @@ def test_bundled_configs_are_valid(name, world):
     ({"train": {"steps": True}}, "train.steps", "expected an integer"),
     ({"train": {"precision": "fp16"}}, "train.precision", "fp32, bf16"),
     ({"train": {"zero_stage": 2}}, "train.zero_stage", "ZeRO-2/3 with a pipeline"),
+    ({"train": {"zero_stage": 0, "precision": "bf16"}}, "train.zero_stage", "use train.zero_stage: 1"),
     ({"parallel": {"tp": 3}}, "parallel.tp", "must divide model.n_heads"),
     ({"model": {"n_heads": 4, "n_kv_heads": 3}}, "model.n_kv_heads", "must divide model.n_heads"),
     ({"parallel": {"dp": 3}}, "train.global_batch_size", "use a multiple of 24"),
@@ -86,3 +87,7 @@ def test_make_pretrain_command_line():
     r = subprocess.run(["make", "-n", "pretrain", "CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
                         "STEPS=7"], cwd=REPO, capture_output=True, text=True)
     assert "--config train/configs/1b.yaml --manifest m.json --run-dir r --steps 7" in r.stdout
+    r = subprocess.run(["make", "-n", "pretrain", "TRAIN_CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
+                        "INIT=exports/base"], cwd=REPO, capture_output=True, text=True)
+    assert "--config train/configs/1b.yaml --manifest m.json --run-dir r" in r.stdout
+    assert "--init exports/base" in r.stdout

@@ -122,11 +122,19 @@ def test_skip_decision_agrees_across_pipeline_stages(setup, skipped):
     assert weight_mismatches(w1, w2) == []      # within WEIGHT_ATOL (tests/train_fixtures.py argues it)
 
 
-def test_rollback_restores_skips_the_window_and_names_the_documents(setup):
+ROLLBACK = ["train.on_spike=rollback", "parallel.dp=2", "train.micro_batch_size=2"]
+
+
+@pytest.fixture(scope="module")
+def rolled_back(setup):
+    root, cfg, manifest, _, _ = setup
+    return launch(manifest, cfg, root / "rollback", nproc=2, sets=ROLLBACK, env=FAULT)
+
+
+def test_rollback_restores_skips_the_window_and_names_the_documents(setup, rolled_back):
     root, cfg, manifest, m, cache = setup
     run = root / "rollback"
-    r = launch(manifest, cfg, run, nproc=2, sets=["train.on_spike=rollback", "parallel.dp=2",
-                                                  "train.micro_batch_size=2"], env=FAULT)
+    r = rolled_back
     assert "rolled back to step 20; data batches 20-24 skipped" in r.stdout
     rows = _rows(run / "metrics.jsonl")
     assert [x["step"] for x in rows] == list(range(1, 41))                     # one row per step
@@ -158,6 +166,29 @@ def test_rollback_restores_skips_the_window_and_names_the_documents(setup):
     # The trace of step 21 after the rollback is data batch 25.
     t = trace(run, 21)
     assert t["data_step"] == 25 and t["samples"] == [25 * G, 26 * G]
+
+
+def test_a_kill_after_a_rollback_resumes_past_it_without_replaying_it(setup, rolled_back):
+    """SIGKILL at step 27: after the rollback of step 25 to checkpoint 20, before checkpoint 30 records the new
+    data shift. The same command again (the bad batch still bad) must resume from checkpoint 20 at shift 5
+    (from rollbacks.jsonl), not train into batch 24 again: one spike and one rollback on record, and the
+    losses of the uninterrupted run, bit for bit."""
+    root, cfg, manifest, _, _ = setup
+    run = root / "rollback-killed"
+    r = launch(manifest, cfg, run, nproc=2, sets=ROLLBACK, env={**FAULT, "GLASSBOX_FAULT_AFTER_STEP": "27"},
+               check=False)
+    assert r.returncode != 0 and "rolled back to step 20" in r.stdout
+    assert [x["step"] for x in _rows(run / "metrics.jsonl")] == list(range(1, 28))
+    assert sorted(p.parent.name for p in run.glob("checkpoints/*/complete.json"))[-1] == "step_00000020"
+    assert len(_rows(run / "spikes.jsonl")) == 1 and len(_rows(run / "rollbacks.jsonl")) == 1
+    r = launch(manifest, cfg, run, nproc=2, sets=ROLLBACK, env=FAULT)
+    assert len(_rows(run / "spikes.jsonl")) == 1 and len(_rows(run / "rollbacks.jsonl")) == 1
+    assert "spike:" not in r.stdout
+    assert "the rollback of step 25 to it replayed from rollbacks.jsonl (data shift 5)" in r.stdout
+    ours, ref = _rows(run / "metrics.jsonl"), _rows(root / "rollback" / "metrics.jsonl")
+    assert [x["step"] for x in ours] == list(range(1, 41))
+    assert [(x["loss"], x["samples_consumed"]) for x in ours] == [(x["loss"], x["samples_consumed"]) for x in ref]
+    assert json.loads((run / "checkpoints" / "step_00000030" / "complete.json").read_text())["data_shift"] == 5
 
 
 # ------------------------------------------------------------------------------------- detector and config

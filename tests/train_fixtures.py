@@ -133,8 +133,10 @@ def make_dataset(root: Path, *, total_tokens: int = 60_000, max_seq_len: int = 3
                           total_tokens, max_seq_len, seed)
 
 
-def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), steps=None, env=None, check=True):
-    """`python -m train.pretrain` (one process) or torchrun with `nproc`, one thread each; the finished process."""
+def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), steps=None, env=None, check=True,
+           args=()):
+    """`python -m train.pretrain` (one process) or torchrun with `nproc`, one thread each; the finished process.
+    ``args``: more trainer arguments (``["--init", DIR]``)."""
     if nproc == 1:
         cmd = [sys.executable, "-m", "train.pretrain"]
     else:
@@ -145,6 +147,7 @@ def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), ste
         cmd += ["--set", s]
     if steps:
         cmd += ["--steps", str(steps)]
+    cmd += list(args)
     r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
                        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
     if check:

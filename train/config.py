@@ -281,6 +281,13 @@ def _validate(cfg: TrainConfig) -> None:
         raise ConfigError("log.tensorboard: true needs the tensorboard package, which is not installed: "
                           "pip install tensorboard==2.21.0 (or set log.tensorboard: false; metrics.jsonl and "
                           "python -m train.report hold the same numbers)")
+    if t.precision == "bf16" and t.zero_stage == 0:
+        # DeepSpeed accumulates bf16 gradients in fp32 only inside its ZeRO-1 (bf16) optimizer; without ZeRO it
+        # refuses fp32 accumulation in deepspeed.initialize, and accumulating in bf16 loses the small gradients.
+        raise ConfigError("train.zero_stage: 0 with train.precision: bf16 is not supported: DeepSpeed accumulates "
+                          "bf16 gradients in fp32 only with ZeRO-1, and its bf16 optimizer shards the fp32 master "
+                          "weights over data-parallel ranks at any stage, so ZeRO-1 costs nothing more; use "
+                          "train.zero_stage: 1")
     if t.on_spike == "rollback" and not cfg.checkpoint.every:
         raise ConfigError("train.on_spike: rollback restores the last checkpoint, but checkpoint.every is 0 "
                           "(only the last step is saved); set checkpoint.every (e.g. 100) or use on_spike: skip")

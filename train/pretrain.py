@@ -7,7 +7,9 @@ N must be parallel.tp * pp * dp of the config (``make pretrain`` computes it). `
 optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` as its horizon (or S when
 larger), so a run stopped at k and continued to n trains the same as one run to n. Running again with the
 same ``--run`` resumes from the newest complete checkpoint: model, optimizer, and the data cursor (step x
-global batch samples consumed). A plain ``python -m train.pretrain`` runs one process.
+global batch samples consumed), in the config's layout even when another wrote the checkpoint
+(train/reshard.py). ``--init DIR`` starts a new run from a Hugging Face Llama's weights (train/hf_import.py),
+saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
 
 The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
 node's local rank 0) -> run record, data order and the validation leakage check (rank 0) -> model as a
@@ -48,6 +50,8 @@ def parse_args(argv=None):
     ap.add_argument("--run", "--run-dir", dest="run", required=True,
                     help="run directory (created, or resumed when it exists)")
     ap.add_argument("--steps", type=int, default=None, help="stop after this optimizer step")
+    ap.add_argument("--init", default=None, metavar="DIR",
+                    help="start a new run from a Hugging Face LlamaForCausalLM directory (train/hf_import.py)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="override a config key (YAML value), e.g. --set parallel.dp=2")
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # launchers; env wins
@@ -77,6 +81,37 @@ def resolve(cfg, manifest, steps: int | None) -> dict:
             "padded_vocab": mcfg.padded_vocab, "world_size": cfg.world_size, "grad_accum": cfg.grad_accum,
             "tokens_per_step": cfg.train.global_batch_size * seq_len, "manifest_max_seq_len": manifest.max_seq_len,
             "_stop": stop, "_horizon": horizon, "_mcfg": mcfg}
+
+
+def build_engine(cfg, mcfg: ModelConfig):
+    """Collective: the model as a pipeline over this config's tp x pp x dp topology in a DeepSpeed engine with
+    AdamW (weight decay on matrices and embeddings only). Returns (engine, torch optimizer, topology, tensor
+    group)."""
+    import deepspeed
+    import torch
+
+    from train.parallel.pipeline import build_pipeline, build_topology, tensor_parallel_group
+
+    t_cfg, o = cfg.train, cfg.optimizer
+    topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
+    group = tensor_parallel_group(topo)
+    pipe = build_pipeline(mcfg, topo, group, o.z_loss, t_cfg.activation_checkpointing)
+    decay = [p for p in pipe.parameters() if p.ndim >= 2]
+    no_decay = [p for p in pipe.parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps)
+    bf16 = t_cfg.precision == "bf16"
+    ds_config = {
+        "train_batch_size": t_cfg.global_batch_size, "train_micro_batch_size_per_gpu": t_cfg.micro_batch_size,
+        "gradient_accumulation_steps": cfg.grad_accum, "gradient_clipping": o.grad_clip,
+        "zero_optimization": {"stage": t_cfg.zero_stage}, "bf16": {"enabled": bf16},
+        "zero_allow_untested_optimizer": True, "steps_per_print": 2**31 - 1, "wall_clock_breakdown": False,
+    }
+    if bf16:
+        ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
+    engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
+    return engine, optimizer, topo, group
 
 
 def _free_port() -> int:
@@ -141,9 +176,21 @@ def main(argv=None) -> int:
         die_with_parent()
     args = parse_args(argv)
     try:
-        cfg = load_config(args.config, args.set)
+        init_hf = None
+        if args.init:        # the model's shape fills the config's unnamed model keys, then both are checked
+            from train import hf_import
+
+            init_hf = hf_import.read_config(args.init)
+            cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
+        else:
+            cfg = load_config(args.config, args.set)
         manifest = read_manifest(args.manifest)
+        if init_hf:
+            hf_import.check_vocabulary(args.init, init_hf, manifest)
         plan = resolve(cfg, manifest, args.steps)
+        if init_hf:
+            hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
+            init_weights = hf_import.Weights(args.init, plan["_mcfg"], init_hf)   # names and shapes checked
     except (ConfigError, ManifestError) as e:
         if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
             print(f"error: {e}", file=sys.stderr)
@@ -157,26 +204,23 @@ def main(argv=None) -> int:
         return 2
 
     init_distributed()
-    import deepspeed
     import numpy as np
-    import torch
     import torch.distributed as dist
 
-    from train import checkpoint, run_record
+    from train import checkpoint, reshard, run_record
     from train.data.loader import Loader
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
     from train.metrics import MetricsLog, device_peak_flops
     from train.monitor.leakage import check_leakage
     from train.monitor.leakage import summary_line as leakage_line
-    from train.monitor.spike import SpikeDetector, SpikeGuard, record_rollback, record_spike
+    from train.monitor.spike import SpikeDetector, SpikeGuard, record_rollback, record_spike, rollback_since
     from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
-    from train.parallel.pipeline import build_pipeline, build_topology, tensor_parallel_group
     from train.schedule import lr_at
 
     rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
     run = Path(args.run).resolve()
-    t_cfg, G, mb = cfg.train, cfg.train.global_batch_size, cfg.train.micro_batch_size
+    t_cfg, G, mb, o = cfg.train, cfg.train.global_batch_size, cfg.train.micro_batch_size, cfg.optimizer
     stop, horizon, mcfg, seq_len = plan["_stop"], plan["_horizon"], plan["_mcfg"], plan["seq_len"]
     cache_dir = Path(cfg.data.cache_dir) if cfg.data.cache_dir else manifest.path.parent.parent / "token_cache"
     cache = ShardCache(cache_dir, plan["vocab_size"], manifest.eos_id)
@@ -199,8 +243,18 @@ def main(argv=None) -> int:
     record_dir = run / "data_order"
     # Rollbacks move the data cursor ahead of the step (the data shift, kept in every checkpoint): the index
     # holds room for the most rollbacks one invocation may do, each at most a checkpoint interval plus the
-    # extra batches skipped.
-    resume_shift = checkpoint.data_shift(latest[1]) if latest else 0
+    # extra batches skipped. A rollback to the newest checkpoint by a run killed before its next save is
+    # replayed from rollbacks.jsonl, not repeated.
+    replayed = rollback_since(run, start) if latest else None
+    resume_shift = replayed["data_shift"] if replayed else checkpoint.data_shift(latest[1]) if latest else 0
+    layout = reshard.layout_now(cfg)
+    old_layout = reshard.saved_layout(latest[1]) if latest else None
+    invocation_extra = {}
+    if old_layout and reshard.changed(old_layout, layout):
+        invocation_extra["layout_change"] = {"step": start, "from": old_layout, "to": layout}
+    if args.init:
+        invocation_extra["init"] = ({"ignored": f"the run resumes from its checkpoint {start}"} if latest
+                                    else hf_import.describe(args.init))
     reserve = (t_cfg.spike_max_rollbacks * (cfg.checkpoint.every + t_cfg.spike_rollback_skip)
                if t_cfg.on_spike == "rollback" else 0)
     needed = (horizon + resume_shift + reserve) * G
@@ -209,7 +263,8 @@ def main(argv=None) -> int:
             resolved = {k: v for k, v in plan.items() if not k.startswith("_")}
             run_record.prepare(run, args.config, resolved, manifest, {
                 "start_step": start, "stop_step": stop, "schedule_horizon": horizon, "world_size": world,
-                "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}})
+                "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp},
+                **invocation_extra})
             if (record_dir / "meta.json").is_file():
                 order = DataOrder.load(manifest, cache, record_dir)
                 if order.n_samples < needed:
@@ -245,7 +300,7 @@ def main(argv=None) -> int:
         except (RuntimeError, ValueError, OSError) as e:
             err = str(e)
     _exit_on_any(err)
-    if start >= stop:
+    if start >= stop and latest:
         if rank == 0:
             print(f"{run}: already at step {start} (>= {stop}); nothing to do. Pass a larger --steps (STEPS=).")
         dist.barrier()
@@ -253,32 +308,32 @@ def main(argv=None) -> int:
     order = DataOrder.load(manifest, cache, record_dir)
 
     # 3. Model, engine, resume.
-    topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
+    engine, optimizer, topo, group = build_engine(cfg, mcfg)
     coord = topo.get_coord(rank)
-    group = tensor_parallel_group(topo)
-    pipe = build_pipeline(mcfg, topo, group, cfg.optimizer.z_loss, t_cfg.activation_checkpointing)
-    decay = [p for p in pipe.parameters() if p.ndim >= 2]
-    no_decay = [p for p in pipe.parameters() if p.ndim < 2]
-    o = cfg.optimizer
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps)
-    bf16 = t_cfg.precision == "bf16"
-    ds_config = {
-        "train_batch_size": G, "train_micro_batch_size_per_gpu": mb, "gradient_accumulation_steps": cfg.grad_accum,
-        "gradient_clipping": o.grad_clip, "zero_optimization": {"stage": t_cfg.zero_stage},
-        "bf16": {"enabled": bf16}, "zero_allow_untested_optimizer": True,
-        "steps_per_print": 2**31 - 1, "wall_clock_breakdown": False,
-    }
-    if bf16:
-        ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
-    engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
-    state = checkpoint.load(engine, run, start) if start else {}
+    from train.handoff.weights import meta_model, partition_dims
+
+    dims = partition_dims(meta_model(mcfg))
+
+    def load_checkpoint(step: int) -> dict:
+        """Collective: checkpoint ``step`` into the engine, resharded when another layout wrote it."""
+        return reshard.load(engine, run, step, layout, mcfg.n_layers, group, dims)
+
+    state = {}
+    try:
+        if latest:
+            state = load_checkpoint(start)
+        elif args.init:
+            hf_import.apply(engine, init_weights, mcfg.n_layers, group)
+    except (reshard.ReshardError, ConfigError) as e:
+        err = str(e)
+    _exit_on_any(err)
     shift = int(state.get("data_shift", 0))          # data batch of step t (1-based) = t - 1 + shift
-    if start and state.get("samples_consumed") != (start + shift) * G:
+    if latest and state.get("samples_consumed") != (start + shift) * G:
         err = (f"checkpoint step {start} recorded {state.get('samples_consumed')} samples consumed, "
                f"expected {(start + shift) * G}")
     _exit_on_any(err)
+    if replayed:
+        shift = replayed["data_shift"]
     telemetry = BatchTelemetry(order, G)
     # Sequences per source over the steps whose update was applied (kept in checkpoints: rollbacks restore it).
     def trained_at(state: dict, cursor: int) -> np.ndarray:
@@ -309,7 +364,14 @@ def main(argv=None) -> int:
     samples = SampleWriter(run, order, G) if cfg.log.sample_every and rank == 0 else None
     if rank == 0:
         dropped = metrics.truncate_after(start)
-        what = f"resuming from step {start}" if start else "starting"
+        what = f"resuming from step {start}" if latest else "starting"
+        if args.init:
+            what += f" (INIT {args.init} ignored: the run has checkpoints)" if latest else f" from {args.init}"
+        if "layout_change" in invocation_extra:
+            what += f" in a new layout (checkpoint written with {reshard.describe(old_layout)}; resharded)"
+        if replayed:
+            what += (f" with the rollback of step {replayed['step']} to it replayed from rollbacks.jsonl "
+                     f"(data shift {replayed['data_shift']})")
         print(f"{run}: {what}, training to step {stop} (schedule horizon {horizon}); "
               f"{mcfg.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
               f"dp={cfg.parallel.dp}, {G} x {seq_len} tokens per step"
@@ -334,6 +396,18 @@ def main(argv=None) -> int:
             w = {k: 1 for k in w}
         overall = sum(per[k] * w[k] for k in per) / sum(w.values())
         metrics.val(step=step, tokens=step * G * seq_len, val_loss=overall, per_source=per)
+
+    def save_checkpoint(step: int) -> None:
+        client = {"step": step, "samples_consumed": (step + shift) * G, "data_shift": shift,
+                  "trained_per_source": trained.tolist(),
+                  "spike_history": guard.detector.state() if guard else None}
+        checkpoint.save(engine, run, step, client, cfg.checkpoint.keep,
+                        {"samples_consumed": (step + shift) * G, "data_shift": shift,
+                         "manifest_content_hash": manifest.content_hash, "layout": layout,
+                         "precision": t_cfg.precision})
+
+    if args.init and not latest:       # the starting model is the run's checkpoint 0
+        save_checkpoint(0)
 
     # 4. The loop.
     fault_step = int(os.environ.get("GLASSBOX_FAULT_AFTER_STEP", 0)) or None
@@ -409,7 +483,7 @@ def main(argv=None) -> int:
                 if err:
                     dist.barrier()
                     _exit(2)
-                state = checkpoint.load(engine, run, restore)
+                state = load_checkpoint(restore)
                 restored_shift = int(state.get("data_shift", 0))    # the current shift, unless resumed oddly
                 if rank == 0:
                     rec = record_rollback(run, step=step, spike_data_step=data_step, restored_step=restore,
@@ -429,13 +503,7 @@ def main(argv=None) -> int:
         if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
             evaluate(step)
         if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
-            client = {"step": step, "samples_consumed": (step + shift) * G, "data_shift": shift,
-                      "trained_per_source": trained.tolist(),
-                      "spike_history": guard.detector.state() if guard else None}
-            checkpoint.save(engine, run, step, client, cfg.checkpoint.keep,
-                            {"samples_consumed": (step + shift) * G, "data_shift": shift,
-                             "manifest_content_hash": manifest.content_hash,
-                             "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}})
+            save_checkpoint(step)
 
     dist.barrier()
     if rank == 0:

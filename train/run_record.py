@@ -16,7 +16,9 @@
   diagnosis.json       train.record.diagnose on the metrics, at the end of the run
 
 Running again with the same directory resumes; the resolved config must be the same in everything that
-changes what is trained (model, data, batch, optimizer, schedule, layout), else the run refuses and says so.
+changes what is trained (model, data, batch, optimizer, schedule), else the run refuses and says so. The
+parallel layout may change (``LAYOUT``: the checkpoint is resharded, train/reshard.py): config.json then takes
+the new layout and the invocation in run.json records ``layout_change`` (step, from, to).
 """
 from __future__ import annotations
 
@@ -35,6 +37,8 @@ MUTABLE = {"checkpoint": None, "log": None, "eval": {"every", "leakage"}, "data"
            # Spike handling may be switched on for a resumed run (what it skips is recorded in the run).
            "train": {"on_spike", "spike_window", "spike_min_history", "spike_loss_z", "spike_grad_norm_z",
                      "spike_min_rel", "spike_rollback_skip", "spike_max_rollbacks"}}
+# How the same training is spread over processes: may change between invocations (train/reshard.py).
+LAYOUT = {"parallel": None, "train": {"micro_batch_size", "zero_stage", "activation_checkpointing"}}
 
 
 class RunError(RuntimeError):
@@ -64,15 +68,15 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _differences(old: dict, new: dict) -> list[str]:
+def _differences(old: dict, new: dict, skip: dict = MUTABLE) -> list[str]:
     diffs = []
     for section in sorted(set(old) | set(new)):
         a, b = old.get(section), new.get(section)
-        if section in MUTABLE and MUTABLE[section] is None:
+        if section in skip and skip[section] is None:
             continue
         if isinstance(a, dict) and isinstance(b, dict):
             for key in sorted(set(a) | set(b)):
-                if MUTABLE.get(section) and key in MUTABLE[section]:
+                if skip.get(section) and key in skip[section]:
                     continue
                 if a.get(key) != b.get(key):
                     diffs.append(f"{section}.{key}: {a.get(key)!r} -> {b.get(key)!r}")
@@ -87,16 +91,23 @@ def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: d
     cfg_json = run / "config.json"
     if cfg_json.is_file():
         old = json.loads(cfg_json.read_text())
-        diffs = _differences(old["config"], resolved["config"])
+        skip = {**MUTABLE, **{k: (None if v is None else v | (MUTABLE.get(k) or set())) for k, v in LAYOUT.items()}}
+        diffs = _differences(old["config"], resolved["config"], skip)
         for key in ("model", "seq_len", "vocab_size"):
             if old.get(key) != resolved.get(key):
                 diffs.append(f"{key}: {old.get(key)!r} -> {resolved.get(key)!r}")
         if diffs:
             raise RunError(f"{run} was started with a different config; resuming it would train something else. "
-                           f"Differences: {'; '.join(diffs)}. Use a new RUN directory (or the original config)."
-                           + (" Changing the parallel layout of a run needs a universal-checkpoint conversion,"
-                              " which this trainer does not do." if any(d.startswith("parallel.") for d in diffs)
-                              else ""))
+                           f"Differences: {'; '.join(diffs)}. Use a new RUN directory (or the original config). "
+                           "Only the parallel layout (parallel.*, train.micro_batch_size, train.zero_stage, "
+                           "train.activation_checkpointing) may change between invocations.")
+        if _differences(old["config"], resolved["config"]):      # a new layout: config.json says the current one
+            for section, keys in LAYOUT.items():
+                for key in (keys or old["config"][section]):
+                    old["config"][section][key] = resolved["config"][section][key]
+            for key in ("world_size", "grad_accum"):
+                old[key] = resolved[key]
+            _atomic_write(cfg_json, json.dumps(old, indent=1))
     else:
         shutil.copyfile(config_path, run / "config.yaml")
         _atomic_write(cfg_json, json.dumps(resolved, indent=1))

@@ -239,3 +239,22 @@ def record_rollback(run: Path, *, step: int, spike_data_step: int, restored_step
            "documents_file": str(detail.relative_to(run))}
     _append(Path(run) / "rollbacks.jsonl", row)
     return row
+
+
+def rollback_since(run: Path, step: int) -> dict | None:
+    """The last rollback to checkpoint ``step`` (a row of rollbacks.jsonl), when ``step`` is the newest complete
+    checkpoint: a rollback is recorded the moment it happens, but its new data shift reaches a checkpoint only
+    at the next save, so a run killed in between would otherwise resume at the old shift and train into the
+    same bad batches again (and record the spike and rollback twice). Resuming takes the shift from here."""
+    path = Path(run) / "rollbacks.jsonl"
+    if not path.is_file():
+        return None
+    last = None
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:              # a torn last line: the kill came while writing it
+            continue
+        if row.get("restored_step") == step:
+            last = row
+    return last
