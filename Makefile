@@ -155,7 +155,7 @@ TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(
 pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))
 	$(PY) -m train.config $(TRAIN_CONFIG)
 ifeq ($(HOSTFILE),)
-	$(VENV)/bin/torchrun --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
+	$(PY) -m train.launch --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
 	  -m train.pretrain $(TRAIN_ARGS)
 else
 	$(VENV)/bin/deepspeed --hostfile $(HOSTFILE) --no_local_rank --module train.pretrain $(TRAIN_ARGS)
@@ -167,13 +167,19 @@ $(SAMPLE_MANIFEST):
 	$(MAKE) mix MIX=mixes/sample.yaml DATA=$(DATA)
 
 # Serving (train/serving/): an OpenAI-compatible server for an exported model directory (README, "Serving").
-#   make serve MODEL=<exported model dir> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
+#   make serve MODEL=<exported model dir | file.gguf> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
+#              [API_KEY=<key>]
 # vLLM's OpenAI server when vllm is installed and a CUDA GPU is present (TP = --tensor-parallel-size),
-# else this project's CPU server.
+# else this project's CPU server (llama.cpp for a .gguf file). API_KEY reaches the server as GLASSBOX_API_KEY,
+# never on its command line.
 PORT ?= 8000
 SERVE_HOST ?= 127.0.0.1
 TP ?= 1
 NAME ?=
+API_KEY ?=
+ifneq ($(API_KEY),)
+serve: export GLASSBOX_API_KEY = $(API_KEY)
+endif
 
 .PHONY: serve
 serve: setup
