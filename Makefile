@@ -181,6 +181,23 @@ ifneq ($(API_KEY),)
 serve: export GLASSBOX_API_KEY = $(API_KEY)
 endif
 
+# llama.cpp for GGUF files (train.export --gguf, make serve MODEL=<export>/model-q8_0.gguf), asked for explicitly:
+# llama-cpp-python 0.3.36 compiles llama.cpp from its sdist (pip keeps the wheel in its cache afterwards), and
+# llama.cpp's converter (convert_hf_to_gguf.py + conversion/) is taken from the same sdist into build/llama.cpp.
+LLAMA_CPP_VERSION := 0.3.36
+GGUF_CONVERTER := build/llama.cpp/convert_hf_to_gguf.py
+.PHONY: setup-gguf
+setup-gguf: $(VENV)/.gguf-done $(GGUF_CONVERTER)
+$(VENV)/.gguf-done: | $(VENV)/.setup-done
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(VENV)/bin/pip install --quiet 'llama-cpp-python==$(LLAMA_CPP_VERSION)' 'gguf==0.19.0'
+	touch $@
+$(GGUF_CONVERTER): | $(VENV)/.setup-done
+	mkdir -p build/wheels build/llama.cpp
+	$(VENV)/bin/pip download --quiet --no-deps --no-binary :all: 'llama-cpp-python==$(LLAMA_CPP_VERSION)' -d build/wheels
+	tar -xzf build/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz -C build/llama.cpp --strip-components=3 \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/convert_hf_to_gguf.py \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/conversion
+
 .PHONY: serve
 serve: setup
 	$(if $(MODEL),,$(error make serve needs MODEL=<exported model directory>))

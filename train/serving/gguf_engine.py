@@ -1,0 +1,133 @@
+"""Generation from a llama.cpp GGUF file (``train.export --gguf``) through llama-cpp-python, behind the same API.
+
+The same contract as the torch engine (train/serving/engine.py): one worker thread runs the model, text streams
+through the same ``TextTracker`` (stop sequences, no half characters), a client that goes away stops generation
+at the next token. Tokenization is llama.cpp's own, from the vocabulary the converter wrote into the file
+(sentencepiece pieces, scores and types, special ids, no BOS added: the export's tokenizer settings), so a GGUF
+server and an export server give the same prompt ids; ctypes releases the GIL while llama.cpp tokenizes.
+
+Chat uses the file's ``tokenizer.chat_template`` when it has one (an export made with ``--chat-template``),
+rendered by jinja2 in a sandbox as transformers renders templates, else ``SIMPLE_CHAT_TEMPLATE`` with the
+``"\\nUser:"`` stop. Sampling is llama.cpp's: temperature, top-p, greedy below ``GREEDY_BELOW``. Its
+generator takes a 32-bit seed: a 64-bit ``seed`` is folded into 32 bits, so equal seeds give equal answers.
+"""
+from __future__ import annotations
+
+import ctypes
+import random
+import threading
+from pathlib import Path
+from typing import Callable
+
+from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
+from train.serving.engine import SIMPLE_TEMPLATE_STOP, EngineBase, Generation, TextTracker
+from train.serving.protocol import Sampling
+
+LLAMA_DEFAULT_SEED = 0xFFFFFFFF        # llama.cpp reads this seed as "pick one at random"
+
+
+def seed32(seed: int) -> int:
+    """A 64-bit seed (negative ones included) folded into llama.cpp's 32 bits, never its 'random' value."""
+    s = seed & 0xFFFFFFFFFFFFFFFF
+    s = (s ^ (s >> 32)) & 0xFFFFFFFF
+    return s if s != LLAMA_DEFAULT_SEED else LLAMA_DEFAULT_SEED - 1
+
+
+class Detokenizer:
+    """``decode(ids)`` for TextTracker, as transformers' tokenizers offer it: every piece's bytes read once
+    (control tokens such as the end-of-document one decode to nothing, as with ``skip_special_tokens``)."""
+
+    def __init__(self, llm):
+        import llama_cpp
+
+        vocab, self.pieces = llm._model.vocab, []
+        for token in range(llm.n_vocab()):
+            buf = ctypes.create_string_buffer(64)
+            n = llama_cpp.llama_token_to_piece(vocab, token, buf, 64, 0, False)
+            if n < 0:                             # longer than the buffer: llama.cpp says how long
+                buf = ctypes.create_string_buffer(-n)
+                n = llama_cpp.llama_token_to_piece(vocab, token, buf, -n, 0, False)
+            self.pieces.append(buf.raw[:n])
+
+    def decode(self, ids, **_) -> str:
+        return b"".join(self.pieces[i] for i in ids).decode("utf-8", errors="replace")
+
+
+def render_template(template: str, messages: list[dict], bos: str = "", eos: str = "") -> str:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message):
+        raise ValueError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos,
+                                            eos_token=eos)
+
+
+class GGUFEngine(EngineBase):
+    backend = "llama.cpp"
+
+    def __init__(self, path: str | Path, threads: int | None = None):
+        from llama_cpp import Llama
+
+        self.path = str(path)
+        probe = Llama(model_path=self.path, vocab_only=True, verbose=False)
+        ctx = probe.n_ctx_train()
+        probe.close()
+        self.llm = Llama(model_path=self.path, n_ctx=ctx, n_batch=min(ctx, 512), n_threads=threads,
+                         n_threads_batch=threads, verbose=False)
+        self.max_context = int(ctx)
+        meta = self.llm.metadata
+        self.eos_ids = sorted({int(meta[k]) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id")
+                               if k in meta})
+        self.chat_template = meta.get("tokenizer.chat_template")
+        self.n_params = int(self.llm._model.n_params())
+        self.n_vocab = self.llm.n_vocab()
+        self.detok = Detokenizer(self.llm)
+        # decoded bytes, or the piece's own text for control tokens (a prompt may spell out "<eod>")
+        self.max_piece_chars = max(max(len(p) for p in self.detok.pieces),
+                                   max(len(self.llm._model.token_get_text(i)) for i in range(self.n_vocab)))
+        self._start_threads()
+
+    def vocab_size(self) -> int:
+        return self.n_vocab
+
+    def encode_text(self, text: str) -> list[int]:
+        # add_bos=True means "add what the vocabulary says" (llama.cpp's add_special): none for our exports
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
+
+    def render_chat(self, messages: list[dict]) -> tuple[str, list[str]]:
+        if self.chat_template:
+            return render_template(self.chat_template, messages), []
+        return render_template(SIMPLE_CHAT_TEMPLATE, messages), [SIMPLE_TEMPLATE_STOP]
+
+    def generate(self, ids: list[int], max_new: int, sampling: Sampling, stops: list[str],
+                 on_text: Callable[[str], None] | None = None,
+                 cancelled: threading.Event | None = None) -> Generation:
+        prompt_len = len(ids)
+        if cancelled is not None and cancelled.is_set():
+            return Generation("", "stop", prompt_len, 0)
+        tracker = TextTracker(self.detok, stops, ids)
+        self.llm.set_seed(seed32(sampling.seed) if sampling.seed is not None else random.getrandbits(31))
+        greedy = sampling.greedy
+        new, ended_on_eos = [], False
+        for tok in self.llm.generate(ids, top_k=0, top_p=1.0 if greedy else sampling.top_p, min_p=0.0,
+                                     typical_p=1.0, temp=0.0 if greedy else sampling.temperature,
+                                     repeat_penalty=1.0, reset=True):
+            if tok in self.eos_ids:
+                ended_on_eos = True
+                break
+            new.append(tok)
+            piece = tracker.update(new)
+            if piece and on_text:
+                on_text(piece)
+            if (tracker.stopped_at is not None or len(new) >= max_new
+                    or (cancelled is not None and cancelled.is_set())):
+                break
+        rest = tracker.finish(new)
+        if rest and on_text:
+            on_text(rest)
+        reason = "stop" if tracker.stopped_at is not None or ended_on_eos else "length"
+        return Generation(tracker.result(), reason, prompt_len, len(new) + int(ended_on_eos))
+
