@@ -5,6 +5,7 @@ Needs ``make setup-gguf`` (llama-cpp-python compiled from its sdist, and llama.c
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -46,7 +47,7 @@ def test_export_writes_measured_gguf_files(exported_with_gguf):
     for fmt, r in entry["formats"].items():
         path = out / r["file"]
         assert path.is_file() and r["file"] == f"model-{fmt}.gguf"
-        assert rec["files"][r["file"]]["sha256"] == r["sha256"] == gguf._sha256(path)
+        assert rec["files"][r["file"]]["sha256"] == r["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
         sizes[fmt] = r["size"]["bytes"]
         assert r["size"]["estimate_precision"] == gguf.FORMATS[fmt][1] and r["size"]["ratio_to_estimate"] > 0
         ppl = r["perplexity"]
@@ -121,6 +122,10 @@ def test_gguf_server_tokenizes_and_answers_as_the_torch_engine(client, torch_eng
         gen = torch_engine.generate(ids, 20, Sampling(max_tokens=20, temperature=0.0), [])
         assert out.choices[0].text == gen.text, prompt                        # same fp32 model, greedy
         assert out.usage.completion_tokens == gen.completion_tokens
+    msgs = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is a lobster?"}]
+    chat = client.chat.completions.create(model="tiny", messages=msgs, max_tokens=5, temperature=0)
+    text, stops = torch_engine.render_chat(msgs)                              # the same template, rendered alike
+    assert chat.usage.prompt_tokens == len(torch_engine.encode(text)) and stops == ["\nUser:"]
 
 
 def test_gguf_streaming_stop_chat_and_seeds(client):

@@ -329,3 +329,13 @@ def test_a_500_carries_a_request_id_not_the_exception(caplog):
         r = tc.post("/v1/completions", json={"model": "tiny", "prompt": "x", "max_tokens": 2, "stream": True})
         assert r.status_code == 200 and "secret" not in r.text and r.headers["x-request-id"] in r.text
         assert tc.get("/health").json() == {"status": "ok"}
+
+
+def test_64_bit_seeds_fold_into_llama_cpp_32_bits():
+    from train.serving.gguf_engine import LLAMA_DEFAULT_SEED, seed32
+
+    seeds = [0, 1, 7, 2 ** 32 - 1, 2 ** 32, 2 ** 63, 2 ** 64 - 1, 123456789012345]
+    folded = [seed32(s) for s in seeds]
+    assert all(0 <= f < 2 ** 32 and f != LLAMA_DEFAULT_SEED for f in folded)   # never llama.cpp's "random"
+    assert folded == [seed32(s) for s in seeds] and len(set(folded)) == len(seeds)      # stable, distinct
+    assert seed32(-1) == seed32(2 ** 64 - 1) and seed32(-2 ** 63) == seed32(2 ** 63)  # two's complement

@@ -13,7 +13,9 @@ llama.cpp's quantizer (``llama_model_quantize`` in the llama-cpp-python library)
   end-of-document token, as ``train.evaluate compare`` does) by the GGUF file and by the export, on the same
   prompt ids: how many are identical, and the mean share of tokens before the first difference.
 - ``size``: the file's bytes against train/estimate.py's weight memory for that precision (fp32 / bf16 / int8 /
-  int4 bytes per parameter; the GGUF adds block scales, the vocabulary and metadata).
+  int4 bytes per parameter; the GGUF adds block scales, the vocabulary and metadata), and the parameters per
+  storage type actually written (llama.cpp stores rows that are not a multiple of 256 values in another type
+  than the k-quant asked for: small models' q4_k_m is partly q5_0 / q8_0).
 
 The fp32 conversion itself is checked first, like the export: its held-out loss must match the export's within
 ``CONVERSION_RTOL`` (both fp32; llama.cpp runs other kernels and summation orders, ~1e-6 relative here, while a
@@ -23,7 +25,6 @@ KV cache in fp32 so that only the weights' precision differs from the reference.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import json
 import os
 import subprocess
@@ -69,14 +70,6 @@ def available() -> str | None:
     except ImportError as e:
         return f"{e.name} is not installed; {SETUP_HINT}"
     return None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 # --- making the files --------------------------------------------------------------------------------------
@@ -192,6 +185,17 @@ def agreement(reference: list[list[int]], other: list[list[int]]) -> dict:
                           "the longer continuation before the first differing token"}
 
 
+def tensor_types(path: Path) -> dict[str, int]:
+    """Parameters per storage type in the file: llama.cpp falls back from k-quants to other types for rows
+    that are not a multiple of 256 values (small models), and keeps norms in f32."""
+    import gguf as gguf_py
+
+    counts: dict[str, int] = {}
+    for t in gguf_py.GGUFReader(str(path)).tensors:
+        counts[t.tensor_type.name] = counts.get(t.tensor_type.name, 0) + int(t.n_elements)
+    return dict(sorted(counts.items()))
+
+
 def size_against_estimate(path: Path, fmt: str, hf_config: dict) -> dict:
     from train.estimate import from_config, weight_memory
 
@@ -200,7 +204,8 @@ def size_against_estimate(path: Path, fmt: str, hf_config: dict) -> dict:
     predicted = weight_memory(shape.params())[precision]
     actual = path.stat().st_size
     return {"bytes": actual, "estimate_bytes": int(predicted), "estimate_precision": precision,
-            "ratio_to_estimate": actual / predicted, "parameters": shape.params()}
+            "ratio_to_estimate": actual / predicted, "parameters": shape.params(),
+            "parameters_by_type": tensor_types(path)}
 
 
 # --- the whole step --------------------------------------------------------------------------------------
@@ -212,7 +217,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from train.handoff import rundata, weights
-    from train.handoff.export import EXPORT_RECORD
+    from train.handoff.export import EXPORT_RECORD, _sha256
 
     why = available()
     if why:

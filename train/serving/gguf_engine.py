@@ -9,7 +9,8 @@ server and an export server give the same prompt ids; ctypes releases the GIL wh
 Chat uses the file's ``tokenizer.chat_template`` when it has one (an export made with ``--chat-template``),
 rendered by jinja2 in a sandbox as transformers renders templates, else ``SIMPLE_CHAT_TEMPLATE`` with the
 ``"\\nUser:"`` stop. Sampling is llama.cpp's: temperature, top-p, greedy below ``GREEDY_BELOW``. Its
-generator takes a 32-bit seed: a 64-bit ``seed`` is folded into 32 bits, so equal seeds give equal answers.
+generator takes a 32-bit seed: a 64-bit ``seed`` is mixed into 32 bits (``seed32``), so equal seeds give equal
+answers.
 """
 from __future__ import annotations
 
@@ -24,12 +25,17 @@ from train.serving.engine import SIMPLE_TEMPLATE_STOP, EngineBase, Generation, T
 from train.serving.protocol import Sampling
 
 LLAMA_DEFAULT_SEED = 0xFFFFFFFF        # llama.cpp reads this seed as "pick one at random"
+GGML_TYPE_F32 = 0
 
 
 def seed32(seed: int) -> int:
-    """A 64-bit seed (negative ones included) folded into llama.cpp's 32 bits, never its 'random' value."""
-    s = seed & 0xFFFFFFFFFFFFFFFF
-    s = (s ^ (s >> 32)) & 0xFFFFFFFF
+    """A 64-bit seed (negative ones as two's complement) mixed into llama.cpp's 32 bits: splitmix64 (a bijection
+    of 64-bit values), then its high half, so nearby seeds land far apart; never llama.cpp's 'random' value."""
+    mask = 2 ** 64 - 1
+    z = (seed + 0x9E3779B97F4A7C15) & mask
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    s = (z ^ (z >> 31)) >> 32
     return s if s != LLAMA_DEFAULT_SEED else LLAMA_DEFAULT_SEED - 1
 
 
@@ -75,8 +81,10 @@ class GGUFEngine(EngineBase):
         probe = Llama(model_path=self.path, vocab_only=True, verbose=False)
         ctx = probe.n_ctx_train()
         probe.close()
+        # The KV cache in fp32 as the torch server keeps it (llama.cpp's default is fp16): the file's weights are
+        # then the only difference between the two.
         self.llm = Llama(model_path=self.path, n_ctx=ctx, n_batch=min(ctx, 512), n_threads=threads,
-                         n_threads_batch=threads, verbose=False)
+                         n_threads_batch=threads, type_k=GGML_TYPE_F32, type_v=GGML_TYPE_F32, verbose=False)
         self.max_context = int(ctx)
         meta = self.llm.metadata
         self.eos_ids = sorted({int(meta[k]) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id")
