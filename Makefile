@@ -183,7 +183,8 @@ endif
 
 # llama.cpp for GGUF files (train.export --gguf, make serve MODEL=<export>/model-q8_0.gguf), asked for explicitly:
 # llama-cpp-python 0.3.36 compiles llama.cpp from its sdist (pip keeps the wheel in its cache afterwards), and
-# llama.cpp's converter (convert_hf_to_gguf.py + conversion/) is taken from the same sdist into build/llama.cpp.
+# llama.cpp's converter (convert_hf_to_gguf.py, conversion/ and the gguf-py it is written against, newer than
+# PyPI's gguf of the same version number) is taken from the same sdist into build/llama.cpp.
 LLAMA_CPP_VERSION := 0.3.36
 GGUF_CONVERTER := build/llama.cpp/convert_hf_to_gguf.py
 .PHONY: setup-gguf
@@ -196,7 +197,8 @@ $(GGUF_CONVERTER): | $(VENV)/.setup-done
 	$(VENV)/bin/pip download --quiet --no-deps --no-binary :all: 'llama-cpp-python==$(LLAMA_CPP_VERSION)' -d build/wheels
 	tar -xzf build/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz -C build/llama.cpp --strip-components=3 \
 	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/convert_hf_to_gguf.py \
-	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/conversion
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/conversion \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/gguf-py
 
 .PHONY: serve
 serve: setup

@@ -1,7 +1,8 @@
 """llama.cpp GGUF files beside an export, with what quantization cost measured: ``train.export ... --gguf q8_0,q4_k_m``.
 
 The checked Hugging Face export is converted by llama.cpp's own ``convert_hf_to_gguf.py`` (from the
-llama-cpp-python sdist, extracted by ``make setup-gguf`` into ``build/llama.cpp/``) to an fp32 GGUF, which
+llama-cpp-python sdist, extracted by ``make setup-gguf`` into ``build/llama.cpp/`` with the gguf-py it is written
+against; PyPI's ``gguf`` reads the files here) to an fp32 GGUF, which
 llama.cpp's quantizer (``llama_model_quantize`` in the llama-cpp-python library) turns into each asked format:
 ``<export>/model-<format>.gguf``. Then, per format, into ``glassbox_export.json`` under ``gguf``:
 
@@ -62,8 +63,8 @@ def parse_formats(text: str) -> list[str]:
 
 def available() -> str | None:
     """None when conversion and quantization can run here, else why not."""
-    if not CONVERTER.is_file():
-        return f"llama.cpp's converter is not at {CONVERTER}; {SETUP_HINT}"
+    if not CONVERTER.is_file() or not (CONVERTER.parent / "gguf-py").is_dir():
+        return f"llama.cpp's converter (and its gguf-py) is not at {CONVERTER.parent}; {SETUP_HINT}"
     try:
         import gguf  # noqa: F401
         import llama_cpp  # noqa: F401
@@ -77,7 +78,9 @@ def available() -> str | None:
 def convert(export_dir: Path, out: Path) -> None:
     """The export as an fp32 GGUF, by llama.cpp's converter (a subprocess: it sets up its own logging)."""
     cmd = [sys.executable, str(CONVERTER), str(export_dir), "--outfile", str(out), "--outtype", "f32"]
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "NO_LOCAL_GGUF": "1"})
+    # The converter puts its own gguf-py (beside it) first on its path: PyPI's gguf 0.19.0 lacks what it uses.
+    env = {k: v for k, v in os.environ.items() if k != "NO_LOCAL_GGUF"}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if r.returncode != 0 or not out.is_file():
         raise GGUFError(f"convert_hf_to_gguf.py failed (status {r.returncode}):\n{r.stderr[-3000:]}")
 
