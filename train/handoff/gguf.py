@@ -246,7 +246,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
         reference["perplexity"] = heldout(order, torch.no_grad()(lambda x: model(x).logits), vocab)
     del model
 
-    base = export_dir / ".model-f32.gguf.tmp"
+    base = export_dir / ".convert-f32.gguf.tmp"
     convert(export_dir, base)
     entry: dict = {"converter": {"script": "convert_hf_to_gguf.py (llama-cpp-python 0.3.36's llama.cpp)",
                                  "llama_cpp_python": _llama_cpp_version(), "base": "f32"},

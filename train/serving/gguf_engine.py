@@ -14,6 +14,7 @@ answers.
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import random
 import threading
@@ -78,13 +79,15 @@ class GGUFEngine(EngineBase):
         from llama_cpp import Llama
 
         self.path = str(path)
-        probe = Llama(model_path=self.path, vocab_only=True, verbose=False)
-        ctx = probe.n_ctx_train()
+        probe = Llama(model_path=self.path, vocab_only=True, verbose=False)   # reads the metadata only
+        meta = probe.metadata
+        ctx = int(meta[f"{meta['general.architecture']}.context_length"])
         probe.close()
         # The KV cache in fp32 as the torch server keeps it (llama.cpp's default is fp16): the file's weights are
         # then the only difference between the two.
         self.llm = Llama(model_path=self.path, n_ctx=ctx, n_batch=min(ctx, 512), n_threads=threads,
                          n_threads_batch=threads, type_k=GGML_TYPE_F32, type_v=GGML_TYPE_F32, verbose=False)
+        atexit.register(self.llm.close)        # freed before interpreter teardown unloads what freeing needs
         self.max_context = int(ctx)
         meta = self.llm.metadata
         self.eos_ids = sorted({int(meta[k]) for k in ("tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id")
