@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import random
+import re
 import threading
 from pathlib import Path
 from typing import Callable
@@ -41,13 +42,17 @@ def seed32(seed: int) -> int:
 
 
 class Detokenizer:
-    """``decode(ids)`` for TextTracker, as transformers' tokenizers offer it: every piece's bytes read once
-    (control tokens such as the end-of-document one decode to nothing, as with ``skip_special_tokens``)."""
+    """``decode(ids)`` for TextTracker, as transformers' tokenizers decode: every piece's bytes read once (control
+    tokens such as the end-of-document one decode to nothing, as with ``skip_special_tokens``), and a run of
+    byte-fallback tokens that is not valid UTF-8 becomes one U+FFFD per byte, as the ByteFallback decoder of
+    the export's tokenizer.json does (Python's ``errors="replace"`` would merge some)."""
 
     def __init__(self, llm):
         import llama_cpp
 
         vocab, self.pieces = llm._model.vocab, []
+        self.is_byte = [re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", llm._model.token_get_text(i)) is not None
+                        for i in range(llm.n_vocab())]
         for token in range(llm.n_vocab()):
             buf = ctypes.create_string_buffer(64)
             n = llama_cpp.llama_token_to_piece(vocab, token, buf, 64, 0, False)
@@ -57,7 +62,24 @@ class Detokenizer:
             self.pieces.append(buf.raw[:n])
 
     def decode(self, ids, **_) -> str:
-        return b"".join(self.pieces[i] for i in ids).decode("utf-8", errors="replace")
+        out, run = [], []
+
+        def flush():
+            if run:
+                try:
+                    out.append(b"".join(run).decode("utf-8"))
+                except UnicodeDecodeError:
+                    out.append("\ufffd" * len(run))
+                run.clear()
+
+        for i in ids:
+            if self.is_byte[i]:
+                run.append(self.pieces[i])
+            else:
+                flush()
+                out.append(self.pieces[i].decode("utf-8", errors="replace"))
+        flush()
+        return "".join(out)
 
 
 def render_template(template: str, messages: list[dict], bos: str = "", eos: str = "") -> str:
