@@ -37,9 +37,11 @@ def start(model: Path, threads: int, timeout: float = 600) -> tuple[subprocess.P
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"})
     found: dict = {}
+    proc.lines = []
 
     def drain():
         for line in proc.stdout:
+            proc.lines.append(line)
             m = LISTENING.search(line)
             if m:
                 found["url"] = m.group(1)
@@ -114,6 +116,9 @@ def main(argv=None) -> int:
                 rows.append(row)
                 print(f"{name:<26} {clients} client(s): {row['tokens_per_s']:>8.1f} tokens/s  p50 "
                       f"{row['p50_ms']:>8.1f} ms  p99 {row['p99_ms']:>8.1f} ms", flush=True)
+        except Exception:
+            print(f"bench: {name} failed; the server said:\n" + "".join(proc.lines[-30:]), file=sys.stderr)
+            raise
         finally:
             proc.terminate()
             proc.wait(timeout=30)

@@ -246,9 +246,14 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
         reference["perplexity"] = heldout(order, torch.no_grad()(lambda x: model(x).logits), vocab)
     del model
 
+    byte_pieces = _byte_pieces(export_dir)
+    if byte_pieces < 256:
+        print(f"warning: --gguf: the tokenizer has {byte_pieces} of the 256 byte-fallback pieces; llama.cpp aborts on "
+              "text it cannot spell without them, so train.serve refuses to serve these files (the measurements "
+              "below use token ids and are unaffected)", file=sys.stderr)
     base = export_dir / ".convert-f32.gguf.tmp"
     convert(export_dir, base)
-    entry: dict = {"converter": {"script": "convert_hf_to_gguf.py (llama-cpp-python 0.3.36's llama.cpp)",
+    entry: dict = {"byte_fallback_pieces": byte_pieces, "converter": {"script": "convert_hf_to_gguf.py (llama-cpp-python 0.3.36's llama.cpp)",
                                  "llama_cpp_python": _llama_cpp_version(), "base": "f32"},
                    "measured_with": {"kv_cache": "f32", "threads": threads, "greedy_new_tokens": n_new},
                    "reference": {"what": "the export in fp32 with transformers",
@@ -298,6 +303,13 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     tmp.write_text(json.dumps(rec, indent=1, default=str) + "\n")
     os.replace(tmp, rec_path)
     return entry
+
+
+def _byte_pieces(export_dir: Path) -> int:
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(export_dir / "tokenizer.model"))
+    return sum(sp.IsByte(i) for i in range(sp.vocab_size()))
 
 
 def _llama_cpp_version() -> str | None:

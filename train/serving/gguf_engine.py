@@ -118,6 +118,12 @@ class GGUFEngine(EngineBase):
         self.n_params = int(self.llm._model.n_params())
         self.n_vocab = self.llm.n_vocab()
         self.detok = Detokenizer(self.llm)
+        if sum(self.detok.is_byte) < 256:
+            # llama.cpp aborts the whole process (std::out_of_range in llama_vocab::byte_to_token) on a character
+            # its vocabulary cannot spell without byte pieces: one hostile prompt would take the server down.
+            raise SystemExit(f"serve: {self.path}: the vocabulary has {sum(self.detok.is_byte)} of the 256 byte-"
+                             "fallback pieces, and llama.cpp aborts on any character outside it. Serve the export "
+                             "directory instead, or train the tokenizer with tokenize.byte_fallback: true.")
         # decoded bytes, or the piece's own text for control tokens (a prompt may spell out "<eod>")
         self.max_piece_chars = max(max(len(p) for p in self.detok.pieces),
                                    max(len(self.llm._model.token_get_text(i)) for i in range(self.n_vocab)))
