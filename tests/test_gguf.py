@@ -74,7 +74,8 @@ def test_gguf_for_an_existing_export_and_bad_formats(exported_with_gguf, tmp_pat
                        capture_output=True, text=True, timeout=1200, env=ENV)
     assert r.returncode == 0, r.stderr[-3000:]
     rec = json.loads((out / "glassbox_export.json").read_text())
-    assert set(rec["gguf"]["formats"]) == {"q4_0"} and (out / "model-q4_0.gguf").is_file()
+    assert set(rec["gguf"]["formats"]) == {"f32", "q8_0", "q4_k_m", "q4_0"} and (out / "model-q4_0.gguf").is_file()
+    assert "byte-fallback pieces" in r.stderr                  # the warning: these files will not be served
 
 
 # --- serving a GGUF file ------------------------------------------------------------------------------------
@@ -208,3 +209,13 @@ def test_q8_0_serves(gguf_files):
         assert any("llama.cpp" in ln for ln in srv.lines)
     finally:
         srv.stop()
+
+
+def test_a_vocabulary_without_byte_pieces_is_not_served(exported_with_gguf):
+    """The trainer-test tokenizer has no byte fallback: llama.cpp would abort the whole server on a character
+    outside its vocabulary (std::out_of_range), so train.serve refuses the file and says why."""
+    out, _ = exported_with_gguf
+    assert json.loads((out / "glassbox_export.json").read_text())["gguf"]["byte_fallback_pieces"] == 0
+    r = subprocess.run([sys.executable, "-m", "train.serve", "--model", str(out / "model-q8_0.gguf"), "--port", "0"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300, env=ENV)
+    assert r.returncode != 0 and "byte-fallback" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]

@@ -296,6 +296,9 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     finally:
         base.unlink(missing_ok=True)
     entry["seconds"] = round(time.perf_counter() - t0, 1)
+    earlier = {f: r for f, r in (rec.get("gguf") or {}).get("formats", {}).items()
+               if f not in entry["formats"] and (export_dir / r["file"]).is_file()}
+    entry["formats"] = {**earlier, **entry["formats"]}       # files written by an earlier --gguf stay on record
     rec["gguf"] = entry
     for fmt, r in entry["formats"].items():
         rec["files"][r["file"]] = {"bytes": r["size"]["bytes"], "sha256": r["sha256"]}
