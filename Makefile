@@ -176,7 +176,7 @@ TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(
 pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))
 	$(PY) -m train.config $(TRAIN_CONFIG)
 ifeq ($(HOSTFILE),)
-	$(VENV)/bin/torchrun --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
+	$(PY) -m train.launch --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
 	  -m train.pretrain $(TRAIN_ARGS)
 else
 	$(VENV)/bin/deepspeed --hostfile $(HOSTFILE) --no_local_rank --module train.pretrain $(TRAIN_ARGS)
@@ -188,13 +188,38 @@ $(SAMPLE_MANIFEST):
 	$(MAKE) mix MIX=mixes/sample.yaml DATA=$(DATA)
 
 # Serving (train/serving/): an OpenAI-compatible server for an exported model directory (README, "Serving").
-#   make serve MODEL=<exported model dir> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
+#   make serve MODEL=<exported model dir | file.gguf> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
+#              [API_KEY=<key>]
 # vLLM's OpenAI server when vllm is installed and a CUDA GPU is present (TP = --tensor-parallel-size),
-# else this project's CPU server.
+# else this project's CPU server (llama.cpp for a .gguf file). API_KEY reaches the server as GLASSBOX_API_KEY,
+# never on its command line.
 PORT ?= 8000
 SERVE_HOST ?= 127.0.0.1
 TP ?= 1
 NAME ?=
+API_KEY ?=
+ifneq ($(API_KEY),)
+serve: export GLASSBOX_API_KEY = $(API_KEY)
+endif
+
+# llama.cpp for GGUF files (train.export --gguf, make serve MODEL=<export>/model-q8_0.gguf), asked for explicitly:
+# llama-cpp-python 0.3.36 compiles llama.cpp from its sdist (pip keeps the wheel in its cache afterwards), and
+# llama.cpp's converter (convert_hf_to_gguf.py, conversion/ and the gguf-py it is written against, newer than
+# PyPI's gguf of the same version number) is taken from the same sdist into build/llama.cpp.
+LLAMA_CPP_VERSION := 0.3.36
+GGUF_CONVERTER := build/llama.cpp/convert_hf_to_gguf.py
+.PHONY: setup-gguf
+setup-gguf: $(VENV)/.gguf-done $(GGUF_CONVERTER)
+$(VENV)/.gguf-done: | $(VENV)/.setup-done
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(VENV)/bin/pip install --quiet 'llama-cpp-python==$(LLAMA_CPP_VERSION)' 'gguf==0.19.0'
+	touch $@
+$(GGUF_CONVERTER): | $(VENV)/.setup-done
+	mkdir -p build/wheels build/llama.cpp
+	$(VENV)/bin/pip download --quiet --no-deps --no-binary :all: 'llama-cpp-python==$(LLAMA_CPP_VERSION)' -d build/wheels
+	tar -xzf build/wheels/llama_cpp_python-$(LLAMA_CPP_VERSION).tar.gz -C build/llama.cpp --strip-components=3 \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/convert_hf_to_gguf.py \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/conversion \
+	  llama_cpp_python-$(LLAMA_CPP_VERSION)/vendor/llama.cpp/gguf-py
 
 .PHONY: serve
 serve: setup

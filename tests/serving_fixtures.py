@@ -18,16 +18,20 @@ LISTENING = re.compile(r"listening on (http://[\d.]+:(\d+)/v1)")
 class ServerProcess:
     """Start with ``port=0`` for a free port; ``restart()`` comes back on the same port."""
 
-    def __init__(self, model_dir: Path, name: str = "tiny", port: int = 0, startup_timeout: float = 180.0):
+    def __init__(self, model_dir: Path, name: str = "tiny", port: int = 0, startup_timeout: float = 180.0,
+                 args: tuple[str, ...] = (), env: dict | None = None, log_level: str = "warning",
+                 command: list[str] | None = None):
         self.model_dir, self.name, self.port, self.timeout = Path(model_dir), name, port, startup_timeout
+        self.args, self.extra_env, self.log_level, self.command = tuple(args), env or {}, log_level, command
         self.proc: subprocess.Popen | None = None
         self.lines: list[str] = []
         self.url = ""
 
     def start(self) -> "ServerProcess":
-        cmd = [sys.executable, "-m", "train.serve", "--model", str(self.model_dir), "--port", str(self.port),
-               "--served-model-name", self.name, "--threads", "1", "--log-level", "warning"]
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}
+        cmd = self.command or [sys.executable, "-m", "train.serve", "--model", str(self.model_dir), "--port",
+                               str(self.port), "--served-model-name", self.name, "--threads", "1", "--log-level",
+                               self.log_level, *self.args]
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **self.extra_env}
         self.proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      text=True)
         seen = threading.Event()
@@ -76,3 +80,15 @@ class ServerProcess:
 
     def alive(self) -> bool:
         return bool(self.proc) and self.proc.poll() is None
+
+    def wait_for_log(self, pattern: str, timeout: float = 120.0) -> re.Match:
+        """The first server output line matching ``pattern`` (a bounded wait)."""
+        rx = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                m = rx.search(line)
+                if m:
+                    return m
+            time.sleep(0.05)
+        raise AssertionError(f"no server output matching {pattern!r} within {timeout}s:\n" + "".join(self.lines[-40:]))

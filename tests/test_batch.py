@@ -162,3 +162,20 @@ def test_backoff_grows_with_jitter_and_cap(tmp_path):
     for bad in ['[1]', '{"prompt": "x"}', '{"id": true, "prompt": "x"}', '{"id": 1}',
                 '{"id": 1, "prompt": "x", "messages": []}', '{"id": 1, "messages": "hi"}']:
         assert parse_line(bad)[0] is None, bad
+
+
+def test_undecodable_and_unencodable_lines_are_invalid_lines_the_rest_runs(server, tmp_path):
+    if not server.alive():
+        server.start()
+    inp, out, summary = tmp_path / "in.jsonl", tmp_path / "out.jsonl", tmp_path / "summary.json"
+    good = [json.dumps({"id": i, "prompt": f"Lobster {i}", "max_tokens": 3}).encode() for i in range(4)]
+    lines = [good[0], b'{"id": "latin1", "prompt": "caf\xe9"}', good[1],
+             json.dumps({"id": "surrogate", "prompt": "\ud800"}).encode(), good[2], good[3]]
+    inp.write_bytes(b"\n".join(lines) + b"\n")
+    batch = start_batch(inp, out, server.url, summary)
+    log, _ = batch.communicate(timeout=240)
+    s = json.loads(summary.read_text())
+    assert batch.returncode == 1 and s["invalid"] == 2 and s["done"] == 4 and s["failed"] == 0, log
+    assert any(f"{inp}:2: not UTF-8 (byte 0xe9" in p for p in s["problems"]), s["problems"]
+    assert any(f"{inp}:4: " in p and "lone surrogate" in p for p in s["problems"]), s["problems"]
+    assert_each_once(out, [0, 1, 2, 3])

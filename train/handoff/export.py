@@ -3,6 +3,8 @@
     python -m train.export runs/x                       # newest complete checkpoint -> runs/x/export
     python -m train.export runs/x --out exports/x --step 400 --dtype bfloat16
     python -m train.export --check exports/x            # re-run the consistency check of an export
+    python -m train.export runs/x --out exports/x --gguf q8_0,q4_k_m   # plus llama.cpp GGUF files, measured
+    python -m train.export exports/x --gguf q8_0        # GGUF files for an existing export
 
 Reads the newest complete checkpoint (or ``--step N``) in whatever layout it was trained (train/handoff/weights.py
 merges tensor-parallel slices and pipeline layers), and writes
@@ -26,6 +28,9 @@ logged ``val_loss`` (relative 1e-5). The last is the check of the merge itself: 
 right; a slice in the wrong order or on the wrong dim fails it. A failed check exits with status 1, prints the
 largest difference and where, and leaves the files in ``<out>.failed/`` for inspection. There is no option to
 skip the check.
+
+``--gguf FORMATS`` then writes ``model-<format>.gguf`` beside the export with llama.cpp and records what each
+format costs (held-out perplexity ratio, greedy agreement, size against the estimator): train/handoff/gguf.py.
 """
 from __future__ import annotations
 
@@ -204,10 +209,13 @@ def _place(tmp: Path, out: Path) -> None:
 
 
 def export(run, out=None, *, step=None, manifest=None, dtype="auto", max_shard_size="5GB", chat_template=False,
-           force=False, rtol=None) -> tuple[int, dict | None]:
-    """Export and check; returns (exit status, glassbox_export.json content or None)."""
+           force=False, rtol=None, gguf=None, threads=None) -> tuple[int, dict | None]:
+    """Export and check (then, with ``gguf`` formats, add GGUF files); returns (exit status, the export record)."""
     from train.handoff import consistency, weights
 
+    if gguf and (why := _gguf_unavailable()):
+        print(f"error: --gguf: {why}", file=sys.stderr)
+        return STATUS_ERROR, None
     run = Path(run)
     out = Path(out) if out else run / "export"
     if out.exists():
@@ -243,7 +251,31 @@ def export(run, out=None, *, step=None, manifest=None, dtype="auto", max_shard_s
     print(f"exported {prep.ckpt.run} step {prep.ckpt.step} (layout tp={prep.ckpt.layout['tp']} "
           f"pp={prep.ckpt.layout['pp']} dp={prep.ckpt.layout['dp']}, {prep.dtype}) to {out} in "
           f"{time.perf_counter() - t0:.1f}s")
+    if gguf:
+        return add_gguf(out, gguf, threads)
     return 0, rec
+
+
+def _gguf_unavailable() -> str | None:
+    from train.handoff import gguf
+
+    return gguf.available()
+
+
+def add_gguf(export_dir: Path, formats: list[str], threads: int | None = None) -> tuple[int, dict | None]:
+    """GGUF files for a checked export (train/handoff/gguf.py); the export itself stays as it is on failure."""
+    from train.handoff import gguf
+
+    if why := gguf.available():
+        print(f"error: --gguf: {why}", file=sys.stderr)
+        return STATUS_ERROR, None
+    try:
+        entry = gguf.add_gguf(export_dir, formats, threads=threads)
+    except gguf.GGUFError as e:
+        print(f"error: --gguf: {e}", file=sys.stderr)
+        return STATUS_FAILED, None
+    print(gguf.summary(entry))
+    return 0, json.loads((Path(export_dir) / EXPORT_RECORD).read_text())
 
 
 def check(export_dir, manifest=None, rtol=None) -> tuple[int, dict | None]:
@@ -282,6 +314,10 @@ def parse_args(argv=None):
     p.add_argument("--rtol", type=float, default=None,
                    help="logit tolerance factor (default 1e-4; see train/handoff/consistency.py)")
     p.add_argument("--check", action="store_true", help="PATH is an export: re-run its consistency check")
+    p.add_argument("--gguf", default=None, metavar="FORMATS",
+                   help="also write llama.cpp GGUF files, e.g. q8_0,q4_k_m (f32, f16, bf16, q8_0, q6_k, q5_k_m, "
+                        "q4_k_m, q4_0), measured against the export; PATH may be an existing export")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for llama.cpp (--gguf)")
     p.add_argument("--skip-check", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -297,12 +333,18 @@ def main(argv=None) -> int:
     from train.handoff.weights import ExportError
 
     try:
+        formats = None
+        if args.gguf is not None:
+            from train.handoff.gguf import parse_formats
+            formats = parse_formats(args.gguf)
         if args.check:
             status, _ = check(args.path, args.manifest, args.rtol)
+        elif formats and args.out is None and (Path(args.path) / EXPORT_RECORD).is_file():
+            status, _ = add_gguf(Path(args.path), formats, args.threads)
         else:
             status, _ = export(args.path, args.out, step=args.step, manifest=args.manifest, dtype=args.dtype,
                                max_shard_size=args.max_shard_size, chat_template=args.chat_template,
-                               force=args.force, rtol=args.rtol)
+                               force=args.force, rtol=args.rtol, gguf=formats, threads=args.threads)
     except (ExportError, RunDataError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         return STATUS_ERROR

@@ -117,14 +117,25 @@ def load_done(output: Path, retry_errors: bool, summary: Summary) -> set[str]:
     return done
 
 
-def parse_line(line: str) -> tuple[dict | None, str | None]:
+def parse_line(line: str | bytes) -> tuple[dict | None, str | None]:
     """(record, None) or (None, why it is invalid)."""
+    if isinstance(line, bytes):
+        try:
+            line = line.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return None, f"not UTF-8 (byte 0x{line[e.start]:02x} at offset {e.start})"
     try:
         rec = json.loads(line)
+    except RecursionError:
+        return None, "not JSON (nested too deeply)"
     except ValueError as e:
         return None, f"not JSON ({e})"
     if not isinstance(rec, dict):
         return None, "not a JSON object"
+    try:                                  # JSON escapes can carry lone surrogates, which no request can send
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return None, "holds text that is not valid Unicode (a lone surrogate such as \\ud800)"
     if "id" not in rec or not isinstance(rec["id"], (str, int)) or isinstance(rec["id"], bool):
         return None, "no 'id' (a string or an integer)"
     has_prompt, has_messages = "prompt" in rec, "messages" in rec
@@ -274,7 +285,7 @@ async def run(settings: Settings) -> Summary:
                 model = await runner.discover_model(client)
             workers = [asyncio.create_task(worker()) for _ in range(settings.concurrency)]
             seen: set[str] = set()
-            with open(settings.input, encoding="utf-8") as f:
+            with open(settings.input, "rb") as f:     # decoded line by line: one bad line is one invalid line
                 for n, line in enumerate(f, 1):
                     if not line.strip():
                         continue

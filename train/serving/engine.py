@@ -109,8 +109,89 @@ class TextTracker:
         return piece
 
 
-class Engine:
-    """The model, its tokenizer, and the one thread that runs them."""
+class EngineBase:
+    """What every backend shares: the context check, the request-size bound on text, and the two thread pools.
+
+    Requests are prepared (JSON parsed, checked, tokenized) on ``prep`` threads, off the server's event loop, and
+    generated on the one ``submit`` thread. A backend sets ``max_context``, ``eos_ids``, ``max_piece_chars`` and
+    ``n_params`` and implements ``encode_text``, ``vocab_size``, ``render_chat`` and ``generate``.
+    """
+
+    PREP_THREADS = 2
+    # Input characters per token at most, over the longest vocabulary piece: normalisation may fold a few
+    # characters into one (a letter and its combining accent), so allow four times the longest piece.
+    CHARS_PER_PIECE_SLACK = 4
+
+    max_context: int
+    eos_ids: list[int]
+    max_piece_chars: int
+    n_params: int
+    backend = "?"
+
+    def _start_threads(self) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="generate")
+        self._prep = ThreadPoolExecutor(max_workers=self.PREP_THREADS, thread_name_prefix="prepare")
+
+    @property
+    def max_prompt_chars(self) -> int:
+        """A text longer than this has more tokens than the context holds (refused without tokenizing it)."""
+        return self.max_context * max(1, self.max_piece_chars) * self.CHARS_PER_PIECE_SLACK
+
+    # --- prompts (run on a prep thread) -----------------------------------------------------------
+
+    def encode(self, prompt: str | list[int], param: str = "prompt") -> list[int]:
+        if isinstance(prompt, str):
+            if len(prompt) > self.max_prompt_chars:
+                raise self.too_long(f"at least {len(prompt) // (self.max_piece_chars * self.CHARS_PER_PIECE_SLACK):,}",
+                                    None, param)
+            ids = self.encode_text(prompt)
+        else:
+            if len(prompt) > self.max_context:
+                raise self.too_long(f"{len(prompt):,}", None, param)
+            vocab = self.vocab_size()
+            bad = [t for t in prompt if not 0 <= t < vocab]
+            if bad:
+                raise APIError(400, f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1}).",
+                               param=param, code="invalid_value")
+            ids = list(prompt)
+        if not ids:     # an empty prompt starts a new document: the end-of-document token precedes every one
+            if not self.eos_ids:
+                raise APIError(400, "the prompt is empty.", param=param, code="invalid_value")
+            ids = [self.eos_ids[0]]
+        return ids
+
+    def too_long(self, prompt_tokens: str, asked: int | None, param: str) -> APIError:
+        asked_s = f"{asked} for the completion" if asked is not None else "and at least 1 for the completion"
+        return APIError(400, f"This model's maximum context length is {self.max_context} tokens. However, your "
+                             f"{param} has {prompt_tokens} tokens ({asked_s}). Please reduce the length of the "
+                             f"{param} or the completion.", param=param, code="context_length_exceeded")
+
+    def budget(self, prompt_len: int, max_tokens: int | None, default: int | None, param: str) -> int:
+        """The number of tokens to generate, or a context_length_exceeded error."""
+        room = self.max_context - prompt_len
+        if room < 1 or (max_tokens is not None and max_tokens > room):
+            asked = max_tokens if max_tokens is not None else 1
+            raise APIError(400, f"This model's maximum context length is {self.max_context} tokens. However, "
+                                f"you requested {prompt_len + asked} tokens ({prompt_len} in the {param}, "
+                                f"{asked} for the completion). Please reduce the length of the {param} or the "
+                                "completion.", param=param, code="context_length_exceeded")
+        if max_tokens is not None:
+            return max_tokens
+        return min(default, room) if default else room
+
+    def prep(self, fn: Callable, *args):
+        return self._prep.submit(fn, *args)
+
+    # --- generation (runs on the worker thread) ---------------------------------------------------
+
+    def submit(self, fn: Callable, *args):
+        return self._executor.submit(fn, *args)
+
+
+class Engine(EngineBase):
+    """An exported Hugging Face model on CPU with torch: the model, its tokenizer, and the threads that run them."""
+
+    backend = "torch"
 
     def __init__(self, model_dir: str | Path, threads: int | None = None):
         import torch
@@ -135,25 +216,18 @@ class Engine:
         pad = self.tokenizer.pad_token_id
         self.pad_id = pad if pad is not None else (eos[0] if eos else 0)
         self.n_params = sum(p.numel() for p in self.model.parameters())
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="generate")
+        self.max_piece_chars = max(len(piece) for piece in self.tokenizer.get_vocab())
+        self._start_threads()
 
-    # --- prompts -----------------------------------------------------------------------------------
+    def vocab_size(self) -> int:
+        return len(self.tokenizer)
 
-    def encode(self, prompt: str | list[int], param: str = "prompt") -> list[int]:
-        if isinstance(prompt, str):
-            ids = self.tokenizer(prompt, add_special_tokens=True)["input_ids"]
-        else:
-            vocab = len(self.tokenizer)
-            bad = [t for t in prompt if not 0 <= t < vocab]
-            if bad:
-                raise APIError(400, f"token id {bad[0]} is outside the vocabulary (0..{vocab - 1}).",
-                               param=param, code="invalid_value")
-            ids = list(prompt)
-        if not ids:     # an empty prompt starts a new document: the end-of-document token precedes every one
-            if not self.eos_ids:
-                raise APIError(400, "the prompt is empty.", param=param, code="invalid_value")
-            ids = [self.eos_ids[0]]
-        return ids
+    def encode_text(self, text: str) -> list[int]:
+        # The batch call of a fast tokenizer releases the GIL (the single-text call holds it), so a long
+        # prompt being tokenized never stalls the event loop.
+        if getattr(self.tokenizer, "is_fast", False):
+            return self.tokenizer.backend_tokenizer.encode_batch([text], add_special_tokens=True)[0].ids
+        return self.tokenizer(text, add_special_tokens=True)["input_ids"]
 
     def render_chat(self, messages: list[dict]) -> tuple[str, list[str]]:
         """(prompt text, extra stop sequences) for a conversation."""
@@ -162,24 +236,6 @@ class Engine:
         text = self.tokenizer.apply_chat_template(messages, chat_template=SIMPLE_CHAT_TEMPLATE, tokenize=False,
                                                   add_generation_prompt=True)
         return text, [SIMPLE_TEMPLATE_STOP]
-
-    def budget(self, prompt_len: int, max_tokens: int | None, default: int | None, param: str) -> int:
-        """The number of tokens to generate, or a context_length_exceeded error."""
-        room = self.max_context - prompt_len
-        if room < 1 or (max_tokens is not None and max_tokens > room):
-            asked = max_tokens if max_tokens is not None else 1
-            raise APIError(400, f"This model's maximum context length is {self.max_context} tokens. However, "
-                                f"you requested {prompt_len + asked} tokens ({prompt_len} in the {param}, "
-                                f"{asked} for the completion). Please reduce the length of the {param} or the "
-                                "completion.", param=param, code="context_length_exceeded")
-        if max_tokens is not None:
-            return max_tokens
-        return min(default, room) if default else room
-
-    # --- generation (runs on the worker thread) ---------------------------------------------------
-
-    def submit(self, fn: Callable, *args):
-        return self._executor.submit(fn, *args)
 
     def generate(self, ids: list[int], max_new: int, sampling: Sampling, stops: list[str],
                  on_text: Callable[[str], None] | None = None,
@@ -204,7 +260,7 @@ class Engine:
 
         if cancelled is not None and cancelled.is_set():
             return Generation("", "stop", prompt_len, 0)
-        greedy = sampling.temperature == 0.0
+        greedy = sampling.greedy
         config = GenerationConfig(max_new_tokens=max_new, do_sample=not greedy,
                                   temperature=None if greedy else sampling.temperature,
                                   top_p=None if greedy else sampling.top_p, top_k=None if greedy else 0,

@@ -8,10 +8,16 @@ OpenAI-style error with the right status and the name of the offending field::
 Parameters a client may send but this server cannot honour (logprobs, penalties, logit_bias, tools, ...)
 are refused with 400 when set to anything but their neutral value, rather than silently ignored. Unknown
 fields are ignored, as OpenAI-compatible servers commonly do.
+
+Every value that passes these checks runs: numbers must be finite (JSON's NaN and Infinity are refused), a
+temperature below ``GREEDY_BELOW`` is greedy decoding (dividing logits by 1e-300 overflows to inf/nan),
+seeds fit in 64 bits, and every string in the body must be encodable as UTF-8 (JSON escapes can carry lone
+surrogates such as "\\ud800", which no tokenizer can take).
 """
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -19,6 +25,8 @@ from typing import Any
 
 MAX_N = 8          # choices per prompt
 MAX_STOP = 4       # stop sequences, as OpenAI allows
+GREEDY_BELOW = 1e-5   # temperatures below this decode greedily: logits / 1e-5 stay finite in fp32
+SEED_MIN, SEED_MAX = -2 ** 63, 2 ** 64 - 1    # what a 64-bit generator seed can hold (torch.manual_seed's range)
 
 
 class APIError(Exception):
@@ -43,6 +51,11 @@ def bad(param: str, message: str, code: str | None = None) -> APIError:
     return APIError(400, message, param=param, code=code)
 
 
+def unknown_model(name: str, served: str) -> APIError:
+    return APIError(404, f"The model '{name}' does not exist. This server serves '{served}'.", param="model",
+                    code="model_not_found")
+
+
 @dataclass
 class Sampling:
     """What one generation needs, checked."""
@@ -51,6 +64,10 @@ class Sampling:
     top_p: float = 1.0
     stop: list[str] = field(default_factory=list)
     seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature < GREEDY_BELOW
 
 
 @dataclass
@@ -67,13 +84,40 @@ class Request:
 def parse_json(raw: bytes) -> dict:
     try:
         body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except RecursionError:
+        raise APIError(400, "The JSON body of your request is nested too deeply.", code="invalid_json") from None
+    except ValueError as e:     # JSONDecodeError, UnicodeDecodeError, an integer past Python's digit limit
         raise APIError(400, f"We could not parse the JSON body of your request ({e}). The body must be a JSON "
                             "object.", code="invalid_json") from None
     if not isinstance(body, dict):
         raise APIError(400, f"The request body must be a JSON object, got {type(body).__name__}.",
                        code="invalid_json")
+    check_text(body)
     return body
+
+
+def check_text(body: dict) -> None:
+    """Refuse strings that cannot be UTF-8 (lone surrogates from JSON escapes), naming where they are."""
+    stack: list[tuple[Any, str]] = [(body, "")]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, str):
+            try:
+                v.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise bad(where or None, f"'{where}' is not valid Unicode text (a lone surrogate "
+                                         f"{json.dumps(v[e.start])} at character {e.start}); send UTF-8 text.",
+                          "invalid_text") from None
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise bad(where or None, f"a key in '{where or 'the body'}' is not valid Unicode text (a "
+                                             "lone surrogate); send UTF-8 text.", "invalid_text") from None
+                stack.append((x, f"{where}.{k}" if where else k))
+        elif isinstance(v, list):
+            stack.extend((x, f"{where}[{i}]") for i, x in enumerate(v))
 
 
 def _is_int(v) -> bool:
@@ -90,6 +134,8 @@ def _number(body: dict, key: str, default: float, lo: float, hi: float, lo_open:
         return default
     if not _is_num(v):
         raise bad(key, f"'{key}' must be a number, got {json.dumps(v)}.", "invalid_type")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise bad(key, f"'{key}' must be a finite number, got {v}.", "invalid_value")
     if v < lo or (lo_open and v == lo) or v > hi:
         left = "(" if lo_open else "["
         raise bad(key, f"'{key}' must be in {left}{lo:g}, {hi:g}], got {v}.", "invalid_value")
@@ -150,7 +196,7 @@ def _common(body: dict, kind: str) -> tuple[str, Sampling, int, bool, bool]:
                         temperature=_number(body, "temperature", 1.0, 0.0, 2.0),
                         top_p=_number(body, "top_p", 1.0, 0.0, 1.0, lo_open=True),
                         stop=_stop(body),
-                        seed=_int(body, "seed"))
+                        seed=_int(body, "seed", lo=SEED_MIN, hi=SEED_MAX))
     n = _int(body, "n", lo=1, hi=MAX_N) or 1
     stream = _bool(body, "stream")
     opts = body.get("stream_options")
