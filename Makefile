@@ -62,10 +62,11 @@ quality-models: $(KENLM_BIN) | $(VENV)/.setup-done
 	$(PY) -m quality_models.train_fasttext --positives $(QUALITY_FT_POS) --negatives $(QUALITY_FT_NEG) \
 	  --out $(QUALITY_FT) --card quality_models/default/quality_ft.md --seed 0
 
-# The pipeline package travels to executors with --py-files, so the same command runs on a cluster.
-$(PY_FILES): $(shell find pipeline -name '*.py') | $(VENV)/.setup-done
+# The packages executors import travel with --py-files, so the same command runs on a cluster.
+EXECUTOR_PACKAGES := pipeline glassbox
+$(PY_FILES): $(shell find $(EXECUTOR_PACKAGES) -name '*.py') | $(VENV)/.setup-done
 	mkdir -p build
-	rm -f $@ && $(PY) -c 'import zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for p in sorted(pathlib.Path("pipeline").rglob("*.py"))]'
+	rm -f $@ && $(PY) -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for d in sys.argv[1:] for p in sorted(pathlib.Path(d).rglob("*.py"))]' $(EXECUTOR_PACKAGES)
 
 # Every run writes Spark's event log beside its output, for the history server after the fact.
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events

@@ -1,27 +1,24 @@
 """Random-token shards and a manifest to the trainer's contract, for throughput runs where the text does
-not matter (bench/gpu_throughput.sh). Documents of 256 to 4096 random ids, each ending with eos id 2; the
-tokenizer entry points at a placeholder file (the trainer never loads the tokenizer).
+not matter (bench/gpu_throughput.sh). Documents of 256 to 4096 random ids, each ending with the eos id; the
+special ids are the project's (glassbox.contracts) and the tokenizer entry points at a placeholder file (the trainer never loads the tokenizer).
 
     .venv/bin/python bench/synthetic_manifest.py --out build/bench/gpu/data --vocab 32000 --tokens 50000000
 """
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+from glassbox.contracts import (BOS_ID, EOS_ID, PAD_ID, UNK_ID, manifest_content_hash,  # noqa: E402
+                                sha256_file)
 
 
 def main() -> None:
@@ -47,27 +44,27 @@ def main() -> None:
         lens = []
         while sum(lens) < per_shard:
             lens.append(int(rng.integers(256, 4097)))
-        flat = rng.integers(3, args.vocab, size=sum(lens), dtype=np.int32)
+        flat = rng.integers(max(BOS_ID, EOS_ID, PAD_ID, UNK_ID) + 1, args.vocab, size=sum(lens), dtype=np.int32)
         offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int32)
-        flat[offsets[1:] - 1] = 2
+        flat[offsets[1:] - 1] = EOS_ID
         tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat))
         path = root / "tokenized" / "synthetic" / f"part-{k:05d}.parquet"
         pq.write_table(pa.table({"id": [f"syn-{k}-{i}" for i in range(len(lens))],
                                  "source": ["synthetic"] * len(lens), "tokens": tokens,
                                  "n_tokens": pa.array(lens, pa.int32())}), path)
-        shards.append({"path": f"../tokenized/synthetic/part-{k:05d}.parquet", "sha256": sha256(path),
+        shards.append({"path": f"../tokenized/synthetic/part-{k:05d}.parquet", "sha256": sha256_file(path),
                        "documents": len(lens), "tokens": int(sum(lens))})
     total = sum(s["tokens"] for s in shards)
     docs = sum(s["documents"] for s in shards)
     m = {"name": "synthetic", "seed": 0, "max_seq_len": args.seq_len, "total_tokens": total, "max_epochs": 1.0,
-         "tokenizer_sha256": sha256(tok),
-         "tokenizer": {"path": "../tokenized/tokenizer.placeholder", "sha256": sha256(tok), "vocab_size": args.vocab,
-                       "eos_id": 2, "bos_id": 1, "pad_id": 0, "unk_id": 3},
+         "tokenizer_sha256": sha256_file(tok),
+         "tokenizer": {"path": "../tokenized/tokenizer.placeholder", "sha256": sha256_file(tok), "vocab_size": args.vocab,
+                       "eos_id": EOS_ID, "bos_id": BOS_ID, "pad_id": PAD_ID, "unk_id": UNK_ID},
          "warnings": ["synthetic random tokens"],
          "sources": {"synthetic": {"weight": 1.0, "requested_weight": 1.0, "available_tokens": total,
                                    "available_documents": docs, "target_tokens": total, "epochs": 1.0,
                                    "capped": False, "shards": shards}}}
-    m["content_hash"] = hashlib.sha256(json.dumps(m, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    m["content_hash"] = manifest_content_hash(m)
     man.parent.mkdir(parents=True, exist_ok=True)
     man.write_text(json.dumps(m, indent=1, sort_keys=True))
     print(man)

@@ -23,7 +23,8 @@ import sys
 from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources, dumps_manifest, format_table, load_mix
 from pipeline.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
 from pipeline.spark import get_spark
-from pipeline.tokenize import sha256_file, shard_facts
+from glassbox.contracts import sha256_file
+from pipeline.tokenize import shard_facts
 
 
 def load_counts(data_dir: str) -> dict:

@@ -25,7 +25,6 @@ absolute paths (paths are relative to the manifest's folder), so a rerun is byte
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -35,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from glassbox.contracts import manifest_content_hash
 
 DEFAULT_MAX_EPOCHS = 4.0
 DEFAULT_SEED = 0
@@ -221,11 +222,6 @@ def _rel(path: str, start: str) -> str:
     return Path(os.path.relpath(path, start)).as_posix()
 
 
-def content_hash(manifest: dict) -> str:
-    body = {k: v for k, v in manifest.items() if k != "content_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
-
-
 def build_manifest(mix: MixConfig, counts: dict, tokenized_dir: str, manifest_dir: str) -> dict:
     """The manifest of `mix` over a tokenized corpus (counts.json as written by the tokenize job,
     its shard facts already verified against the files)."""
@@ -270,7 +266,7 @@ def build_manifest(mix: MixConfig, counts: dict, tokenized_dir: str, manifest_di
         "version": 1,
         "parent": None,
     }
-    manifest["content_hash"] = content_hash(manifest)
+    manifest["content_hash"] = manifest_content_hash(manifest)
     return manifest
 
 

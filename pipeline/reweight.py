@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources, content_hash
+from glassbox.contracts import manifest_content_hash
+from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources
 
 RULE = "multiplicative update on per-source excess validation loss (DoReMi-style), smoothed, with a floor"
 FORMULA = ("excess_i = max(L_i - R_i, 0) with a reference run, else L_i - min_j L_j; "
@@ -253,11 +254,11 @@ def place_version(manifest: dict, manifest_dir: str | os.PathLike) -> tuple[dict
             continue
         if _without_version(old) == key:
             out = dict(manifest, version=k)
-            out["content_hash"] = content_hash(out)
+            out["content_hash"] = manifest_content_hash(out)
             return out, p, True
     k = max(have, default=1) + 1
     out = dict(manifest, version=k)
-    out["content_hash"] = content_hash(out)
+    out["content_hash"] = manifest_content_hash(out)
     return out, Path(manifest_dir) / f"{name}.v{k}.json", False
 
 

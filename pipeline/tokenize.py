@@ -14,7 +14,6 @@ Choices worth knowing:
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import re
@@ -26,9 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
+from glassbox.contracts import BOS_ID, EOS_ID, PAD_ID, UNK_ID, sha256_bytes, sha256_file
+
 MODEL_TYPES = ("bpe", "unigram")
 MAX_SENTENCE_CHARS = 4096   # longer lines are cut at a space; sentencepiece skips sentences over its limit
-UNK_ID, BOS_ID, EOS_ID, PAD_ID = 0, 1, 2, 3
 
 
 class TokenizerError(RuntimeError):
@@ -185,18 +185,6 @@ def train_tokenizer(sentences: Iterable[str], cfg: TokenizeConfig,
             raise TokenizerError(f"sentencepiece training failed: {msg}\n" + "\n".join(tail)) from None
     progress(f"tokenizer trained in {time.time() - t0:.1f}s")
     return out.getvalue()
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: str, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while block := fh.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def describe_model(model: bytes, eod_token: str) -> dict:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import gzip
-import hashlib
 import json
 import os
 import random
@@ -29,6 +28,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from glassbox.contracts import sha256_file
 from pipeline.quality import HQ_LABEL, LQ_LABEL, QualityClassifier, preprocess
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,9 +283,9 @@ def train(positives, negatives, out: str | os.PathLike, cfg: TrainConfig = Train
     facts = {
         "model": _display(out),
         "model_bytes": out.stat().st_size,
-        "model_sha256": _sha256(out),
-        "positives": [{"path": _display(p), "sha256": _sha256(p)} for p in positives],
-        "negatives": [{"path": _display(p), "sha256": _sha256(p)} for p in negatives],
+        "model_sha256": sha256_file(out),
+        "positives": [{"path": _display(p), "sha256": sha256_file(p)} for p in positives],
+        "negatives": [{"path": _display(p), "sha256": sha256_file(p)} for p in negatives],
         "counts": data.counts,
         "config": asdict(cfg),
         "held_out": metrics,
@@ -307,14 +307,6 @@ def _dist_version(name: str) -> str:
         return version(name)
     except PackageNotFoundError:
         return "unknown"
-
-
-def _sha256(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _display(path) -> str:

@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from glassbox.contracts import sha256_file
 from pipeline.perplexity import PerplexityScorer, model_paths, normalize_for_lm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,14 +141,6 @@ def read_contrast(path: str | Path) -> list[str]:
 
 
 # --- training --------------------------------------------------------------------------------------
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
 
 def _run(cmd: list[str], what: str, **kw) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, capture_output=True, text=True, **kw)
@@ -310,8 +303,8 @@ def train(texts: Sequence[Path], lang: str, out: Path, order: int = 5, vocab_siz
 def _model_card(texts, contrast, sp_path: Path, lm_path: Path, params: dict, m: dict,
                 started: _dt.datetime) -> str:
     lang = params["lang"]
-    rows = "\n".join(f"| `{_display(Path(t))}` | {Path(t).stat().st_size:,} | `{_sha256(Path(t))}` |" for t in texts)
-    con_rows = "\n".join(f"| `{_display(Path(t))}` | {Path(t).stat().st_size:,} | `{_sha256(Path(t))}` |"
+    rows = "\n".join(f"| `{_display(Path(t))}` | {Path(t).stat().st_size:,} | `{sha256_file(Path(t))}` |" for t in texts)
+    con_rows = "\n".join(f"| `{_display(Path(t))}` | {Path(t).stat().st_size:,} | `{sha256_file(Path(t))}` |"
                          for t in contrast) or "| (none given) | | |"
     ngrams = ", ".join(f"{k}-grams {v:,}" for k, v in sorted(m["ngrams"].items()))
     ver = _versions()
@@ -331,8 +324,8 @@ your own text with `python -m quality_models.train_kenlm --text FILE --lang {lan
 
 | file | bytes | sha256 |
 |---|---:|---|
-| `{lm_path.name}` | {lm_path.stat().st_size:,} | `{_sha256(lm_path)}` |
-| `{sp_path.name}` | {sp_path.stat().st_size:,} | `{_sha256(sp_path)}` |
+| `{lm_path.name}` | {lm_path.stat().st_size:,} | `{sha256_file(lm_path)}` |
+| `{sp_path.name}` | {sp_path.stat().st_size:,} | `{sha256_file(sp_path)}` |
 
 ## Training data
 

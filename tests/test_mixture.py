@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.mixture import (DEFAULT_MAX_EPOCHS, MixError, build_manifest, content_hash, dumps_manifest,
+from glassbox.contracts import manifest_content_hash
+from pipeline.mixture import (DEFAULT_MAX_EPOCHS, MixError, build_manifest, dumps_manifest,
                               format_table, load_mix, parse_mix, parse_tokens, plan_mixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -143,7 +144,7 @@ def test_manifest_keys_paths_and_hash():
     assert [s["path"] for s in cc["shards"]] == ["../tokenized/cc/part-00000.parquet", "../tokenized/cc/part-00001.parquet"]
     assert sum(s["weight"] for s in m["sources"].values()) == pytest.approx(1.0)
     assert m["sources"]["web"]["weight"] == pytest.approx(18_000 / 20_000)
-    assert m["content_hash"] == content_hash(m) == content_hash(json.loads(dumps_manifest(m)))
+    assert m["content_hash"] == manifest_content_hash(m) == manifest_content_hash(json.loads(dumps_manifest(m)))
     text = dumps_manifest(m)
     assert text.endswith("}\n") and text == dumps_manifest(json.loads(text))
     again = build_manifest(mix, _counts({"web": 9_000, "cc": 1_000}), "/d/tokenized", "/d/manifests")

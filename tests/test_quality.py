@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from glassbox.contracts import sha256_file
 from pipeline import quality
 from pipeline.models import ModelError, require_file
 from pipeline.quality import (HQ_LABEL, QualityClassifier, check_fasttext_file, default_model_path,
@@ -46,8 +47,8 @@ def test_default_path_and_env(monkeypatch, tmp_path):
 def test_card_describes_the_shipped_files():
     card = DEFAULT_CARD.read_text(encoding="utf-8")
     for rel in tf.DEFAULT_POSITIVES + tf.DEFAULT_NEGATIVES:
-        assert f"`{rel}` | `{tf._sha256(REPO / rel)}`" in card, f"{rel} changed since training"
-    assert tf._sha256(DEFAULT_MODEL) in card
+        assert f"`{rel}` | `{sha256_file(REPO / rel)}`" in card, f"{rel} changed since training"
+    assert sha256_file(DEFAULT_MODEL) in card
     for word in ("precision", "recall", "ROC AUC", "English only", "fastText 0.9.3"):
         assert word in card
 
@@ -175,7 +176,7 @@ def test_tiny_training_run_end_to_end(tmp_path):
     assert "held-out precision" in r.stderr
     check_fasttext_file(out)
     card = out.with_suffix(".md").read_text(encoding="utf-8")
-    assert tf._sha256(pos) in card and tf._sha256(neg) in card and "ROC AUC" in card
+    assert sha256_file(pos) in card and sha256_file(neg) in card and "ROC AUC" in card
     assert str(tmp_path) not in card  # no machine paths in a card
     scores = QualityClassifier(out).predict_proba(["A sentence.", ""])
     assert scores[1] is None and 0.0 <= scores[0] <= 1.0

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.mixture import MixError, build_manifest, content_hash, dumps_manifest, load_mix, parse_mix
+from glassbox.contracts import manifest_content_hash
+from pipeline.mixture import MixError, build_manifest, dumps_manifest, load_mix, parse_mix
 from pipeline.reweight import (FORMULA, ReweightParams, apply_floor, format_change, next_version, parse_params,
                                read_evidence, reweight, versions)
 
@@ -159,7 +160,7 @@ def test_next_version_records_parent_rule_evidence_and_weights(corpus):
     ev = read_evidence(c["run"])
     m, path, again = next_version(c["mix"], c["counts"], c["tok"], c["man_dir"], ev)
     assert not again and path == c["data"] / "manifests" / "sample.v2.json"
-    assert m["version"] == 2 and m["parent"] == c["base"]["content_hash"] and m["content_hash"] == content_hash(m)
+    assert m["version"] == 2 and m["parent"] == c["base"]["content_hash"] and m["content_hash"] == manifest_content_hash(m)
     assert c["base"]["version"] == 1 and c["base"]["parent"] is None
     r = m["reweight"]
     assert r["formula"] == FORMULA and r["parameters"] == {"step_size": 1.0, "smoothing": 0.1, "min_weight": 0.05}

@@ -16,7 +16,8 @@ import pytest
 from jobs import mix as mix_job
 from jobs import tokenize
 from pipeline.config import parse_config
-from pipeline.mixture import content_hash, load_mix
+from glassbox.contracts import manifest_content_hash
+from pipeline.mixture import load_mix
 from train_fixtures import REPO, TEXT, launch, paragraphs
 
 pytestmark = pytest.mark.spark
@@ -79,7 +80,7 @@ def test_the_starved_source_gains_weight_from_validation(runs, capsys):
     assert code == 0, out
     path = data / "manifests" / "lag.v2.json"
     m = json.loads(path.read_text())
-    assert m["version"] == 2 and m["parent"] == base["content_hash"] and m["content_hash"] == content_hash(m)
+    assert m["version"] == 2 and m["parent"] == base["content_hash"] and m["content_hash"] == manifest_content_hash(m)
     r = m["reweight"]
     vals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"val"' in line]
     last = vals[-1]

@@ -14,7 +14,8 @@ import sentencepiece as spm
 from jobs import mix as mix_job
 from jobs import tokenize
 from pipeline.config import parse_config
-from pipeline.mixture import MixError, content_hash, load_mix
+from glassbox.contracts import manifest_content_hash
+from pipeline.mixture import MixError, load_mix
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parents[1]
@@ -128,7 +129,7 @@ def test_manifest_matches_the_shards(run):
     m, path = run["manifest"], run["path"]
     assert path == run["data"] / "manifests" / "demo.json"
     assert path.read_text() == json.dumps(m, sort_keys=True, indent=2) + "\n"
-    assert m["content_hash"] == content_hash(m)
+    assert m["content_hash"] == manifest_content_hash(m)
     assert (m["name"], m["seed"], m["max_seq_len"], m["total_tokens"]) == ("demo", 7, 256, 20_000)
     assert m["tokenizer"]["path"] == "../tokenized/tokenizer.model"
     assert m["tokenizer_sha256"] == m["tokenizer"]["sha256"] == _sha(path.parent / m["tokenizer"]["path"])

@@ -14,7 +14,8 @@ from train.data.loader import Loader
 from train.data.manifest import ManifestError, read_manifest
 from train.data.sample_index import _EPOCH, DataOrder, blend
 from train.data.shards import ShardCache
-from train_fixtures import REPO, canonical_hash, make_dataset
+from glassbox.contracts import manifest_content_hash
+from train_fixtures import REPO, make_dataset
 
 L = 32
 
@@ -36,7 +37,7 @@ def _edit_manifest(path, tmp_path, fn, rehash=True):
     raw = json.loads(path.read_text())
     fn(raw)
     if rehash:
-        raw["content_hash"] = canonical_hash(raw)
+        raw["content_hash"] = manifest_content_hash(raw)
     out = path.parent / f"edited-{tmp_path.name}.json"
     out.write_text(json.dumps(raw))
     return out

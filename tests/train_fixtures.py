@@ -19,17 +19,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from glassbox.contracts import manifest_content_hash, sha256_file
+
 REPO = Path(__file__).resolve().parents[1]
 TEXT = REPO / "quality_models" / "data" / "wikitext-2-valid.txt"
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def canonical_hash(obj: dict) -> str:
-    body = {k: v for k, v in obj.items() if k != "content_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def paragraphs(text: str, min_chars: int = 40) -> list[str]:
@@ -73,7 +66,7 @@ def write_shards(out_dir: Path, source: str, docs: list[list[int]], texts: list[
             "n_tokens": pa.array([len(d) for d in part], type=pa.int32()),
         })
         pq.write_table(table, path, compression="zstd")
-        shards.append({"path": str(path), "sha256": _sha256(path), "documents": len(part),
+        shards.append({"path": str(path), "sha256": sha256_file(path), "documents": len(part),
                        "tokens": sum(len(d) for d in part)})
     return shards
 
@@ -99,7 +92,7 @@ def write_manifest(root: Path, name: str, tokenizer: Path, sources: dict[str, li
             "shards": [{"path": "../" + rel(s["path"]), "sha256": s["sha256"], "documents": s["documents"],
                         "tokens": s["tokens"]} for s in shards],
         }
-    tok_sha = _sha256(tokenizer)
+    tok_sha = sha256_file(tokenizer)
     manifest = {
         "name": name, "seed": seed, "max_seq_len": max_seq_len, "total_tokens": total_tokens, "max_epochs": 4.0,
         "tokenizer_sha256": tok_sha,
@@ -107,7 +100,7 @@ def write_manifest(root: Path, name: str, tokenizer: Path, sources: dict[str, li
                       "eos_id": sp.eos_id(), "bos_id": sp.bos_id(), "pad_id": sp.pad_id(), "unk_id": sp.unk_id()},
         "warnings": [], "sources": srcs,
     }
-    manifest["content_hash"] = canonical_hash(manifest)
+    manifest["content_hash"] = manifest_content_hash(manifest)
     path = man_dir / f"{name}.json"
     path.write_text(json.dumps(manifest, indent=1))
     return path

@@ -37,6 +37,8 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from glassbox.contracts import llama_block_params, llama_param_count
+
 GB = 1e9
 MIB = 2 ** 20
 WEIGHT_BYTES = {"fp32": 4.0, "bf16": 2.0, "int8": 1.0, "int4": 0.5}
@@ -64,16 +66,16 @@ class Shape:
         return self.n_kv_heads * self.head_dim
 
     def layer_params(self) -> int:
-        d = self.d_model
-        attention = 2 * d * d + 2 * d * self.d_kv        # q and o; k and v
-        return attention + 3 * d * self.ffn_hidden + 2 * d   # SwiGLU gate/up/down; two RMSNorms
+        return llama_block_params(d_model=self.d_model, n_heads=self.n_heads, n_kv_heads=self.n_kv_heads,
+                                  ffn_hidden=self.ffn_hidden)
 
     def embedding_params(self) -> int:
         return self.vocab_size * self.d_model
 
     def params(self) -> int:
-        heads = 1 if self.tie_embeddings else 2
-        return self.n_layers * self.layer_params() + heads * self.embedding_params() + self.d_model
+        return llama_param_count(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
+                                 n_kv_heads=self.n_kv_heads, ffn_hidden=self.ffn_hidden, vocab_size=self.vocab_size,
+                                 tied=self.tie_embeddings)
 
     def kv_bytes_per_token(self, bytes_per_value: float = 2) -> float:
         return 2 * self.n_layers * self.d_kv * bytes_per_value

@@ -24,6 +24,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from glassbox.contracts import llama_param_count, padded_vocab
 from train.parallel.tensor_parallel import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
                                             copy_to_tp, shard, tp_rank, tp_size, vocab_parallel_cross_entropy)
 
@@ -50,14 +51,12 @@ class ModelConfig:
     @property
     def padded_vocab(self) -> int:
         """Embedding and head rows: vocab_size rounded up so the rows split evenly across ranks."""
-        return -(-self.vocab_size // self.vocab_multiple) * self.vocab_multiple
+        return padded_vocab(self.vocab_size, self.vocab_multiple)
 
     def num_params(self, embeddings: bool = True) -> int:
-        d, f, hd = self.d_model, self.ffn_hidden, self.head_dim
-        attn = d * (self.n_heads * hd) * 2 + d * (self.n_kv_heads * hd) * 2
-        block = attn + 3 * d * f + 2 * d
-        emb = 2 * self.padded_vocab * d if embeddings else self.padded_vocab * d  # head counts in FLOPs
-        return self.n_layers * block + d + emb
+        return llama_param_count(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
+                                 n_kv_heads=self.n_kv_heads, ffn_hidden=self.ffn_hidden, vocab_size=self.vocab_size,
+                                 vocab_multiple=self.vocab_multiple, embeddings=embeddings)
 
     def flops_per_token(self, seq_len: int) -> float:
         """Training FLOPs per token for MFU, PaLM's convention: 6 x (parameters in matmuls, the head

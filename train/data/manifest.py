@@ -7,11 +7,12 @@ manifest file's directory. Shard bytes are checked against their sha256 in ``tra
 """
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from glassbox.contracts import manifest_content_hash, sha256_bytes
 
 
 class ManifestError(ValueError):
@@ -63,9 +64,6 @@ class Manifest:
         return int(self.tokenizer["eos_id"])
 
 
-def canonical_hash(obj: dict) -> str:
-    body = {k: v for k, v in obj.items() if k != "content_hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def _get(obj: dict, key: str, where: str, types: type | tuple) -> Any:
@@ -91,7 +89,7 @@ def read_manifest(path: str | Path) -> Manifest:
     where = p.name
     name = _get(raw, "name", where, str)
     expected = _get(raw, "content_hash", where, str)
-    actual = canonical_hash(raw)
+    actual = manifest_content_hash(raw)
     if actual != expected:
         raise ManifestError(f"{path}: content_hash {expected[:12]}... does not match its content "
                             f"({actual[:12]}...): the manifest was edited after it was written; {REBUILD}")
@@ -126,14 +124,4 @@ def read_manifest(path: str | Path) -> Manifest:
     return Manifest(path=p, raw=raw, name=name, seed=_get(raw, "seed", where, int),
                     max_seq_len=_get(raw, "max_seq_len", where, int),
                     total_tokens=_get(raw, "total_tokens", where, int), tokenizer=tok,
-                    content_hash=expected, file_sha256=hashlib.sha256(data).hexdigest(), sources=sources)
-
-
-def sha256_file(path: str | Path, chunk: int = 8 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while True:
-            block = f.read(chunk)
-            if not block:
-                return h.hexdigest()
-            h.update(block)
+                    content_hash=expected, file_sha256=sha256_bytes(data), sources=sources)

@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from train.data.manifest import REBUILD, ManifestError, Shard, sha256_file
+from glassbox.contracts import sha256_file
+from train.data.manifest import REBUILD, ManifestError, Shard
 
 
 def token_dtype(vocab_size: int) -> np.dtype:

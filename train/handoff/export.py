@@ -35,13 +35,14 @@ format costs (held-out perplexity ratio, greedy agreement, size against the esti
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
 import sys
 import time
 from pathlib import Path
+
+from glassbox.contracts import sha256_file
 
 STATUS_FAILED, STATUS_ERROR = 1, 2
 EXPORT_RECORD = "glassbox_export.json"
@@ -50,14 +51,6 @@ EXPORT_RECORD = "glassbox_export.json"
 # tests/test_train_runs.py, whose 1e-5 this reuses. Skipped above ~1e12 FLOPs (a minute or so on a CPU).
 VAL_CHECK_RTOL = 1e-5
 VAL_CHECK_FLOPS = 1e12
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(8 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _dtype_name(sd) -> str:
@@ -190,7 +183,7 @@ def record(prep: Prepared, out_final: Path, files: list[str], out_tmp: Path, res
         "vocab": {"size": prep.cfg.vocab_size, "trained_rows": prep.cfg.padded_vocab,
                   "note": "padding rows beyond vocab_size (masked to -inf in training) are not exported"},
         "chat_template": "SIMPLE_CHAT_TEMPLATE" if chat_template else None,
-        "files": {f: {"bytes": (out_tmp / f).stat().st_size, "sha256": _sha256(out_tmp / f)} for f in files},
+        "files": {f: {"bytes": (out_tmp / f).stat().st_size, "sha256": sha256_file(out_tmp / f)} for f in files},
         "out": str(out_final),
         "exported_at": time.time(),
         "code": code_version(),

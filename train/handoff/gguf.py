@@ -220,7 +220,8 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from train.handoff import rundata, weights
-    from train.handoff.export import EXPORT_RECORD, _sha256
+    from glassbox.contracts import sha256_file
+    from train.handoff.export import EXPORT_RECORD
 
     why = available()
     if why:
@@ -281,7 +282,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
             else:
                 quantize(base, tmp, fmt, threads)
             os.replace(tmp, path)
-            result = {"file": path.name, "sha256": _sha256(path), "size": size_against_estimate(path, fmt, hf_config)}
+            result = {"file": path.name, "sha256": sha256_file(path), "size": size_against_estimate(path, fmt, hf_config)}
             llm = load(path, max(ctx, order.L if order is not None else 0), threads, logits_all=order is not None)
             if order is not None:
                 result["perplexity"] = with_ratios(heldout(order, gguf_logits_fn(llm), vocab), reference["perplexity"])

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from train.data.manifest import Manifest, ManifestError, read_manifest, sha256_file
+from glassbox.contracts import sha256_file
+from train.data.manifest import Manifest, ManifestError, read_manifest
 
 
 class RunDataError(RuntimeError):

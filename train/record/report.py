@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from glassbox.contracts import llama_param_count
 from train.record.diagnose import (DiagnoseConfig, Diagnosis, Finding, add_reader_args, assess_run,
                                    rolling_median, smooth_window)
 from train.record.formats import FORMAT_NAMES, FORMATS, parse_tags
@@ -271,21 +272,14 @@ def compare_figure(rec: RunRecord, other: RunRecord) -> bytes:
 # ------------------------------------------------------------------------------------------------ summary
 
 def param_count(model: dict) -> int | None:
-    """Parameters of the resolved model shape (config.json "model"), the formula of
-    train.model.ModelConfig.num_params (a test holds the two equal), without importing torch: a Llama block
-    (q, o: d x d; k, v: d x kv_heads*head_dim; SwiGLU 3 d f; two norms), a final norm, and untied input and
-    output embeddings of the padded vocabulary."""
+    """Parameters of the resolved model shape (config.json "model"), without importing torch."""
     try:
-        d, L, f = int(model["d_model"]), int(model["n_layers"]), int(model["ffn_hidden"])
-        h = int(model["n_heads"])
-        kv = int(model.get("n_kv_heads") or h)
-        vocab, mult = int(model["vocab_size"]), int(model.get("vocab_multiple") or 1)
+        return llama_param_count(d_model=int(model["d_model"]), n_layers=int(model["n_layers"]),
+                                 n_heads=int(model["n_heads"]), n_kv_heads=int(model.get("n_kv_heads") or 0) or None,
+                                 ffn_hidden=int(model["ffn_hidden"]), vocab_size=int(model["vocab_size"]),
+                                 vocab_multiple=int(model.get("vocab_multiple") or 1))
     except (KeyError, TypeError, ValueError):
         return None
-    hd = d // h
-    padded = -(-vocab // mult) * mult
-    block = d * (h * hd) * 2 + d * (kv * hd) * 2 + 3 * d * f + 2 * d
-    return L * block + d + 2 * padded * d
 
 
 def _fmt_count(n: float) -> str:
