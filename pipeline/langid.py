@@ -39,12 +39,10 @@ class LanguageIdentifier:
 
     def _load(self):
         if self._model is None:
-            if not self.model_path.is_file():
-                raise FileNotFoundError(
-                    f"fastText language-ID model not found at {self.model_path}. Run `make setup` to "
-                    "fetch models/lid.176.ftz, or set GLASSBOX_LID_MODEL to the file's path.")
-            from pipeline.models import open_fasttext
-            self._model = open_fasttext(self.model_path)
+            from pipeline.models import load_fasttext
+            self._model = load_fasttext(self.model_path, "fastText language-ID model",
+                                        "run `make setup` to fetch models/lid.176.ftz, or set GLASSBOX_LID_MODEL "
+                                        "to the file's path")
         return self._model
 
     def predict(self, texts: list[str]) -> list[tuple[str, float]]:

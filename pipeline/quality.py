@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 import threading
 from pathlib import Path
 
-from pipeline.models import ModelError, open_fasttext, require_file
+from pipeline.models import ModelError, load_fasttext
 
 HQ_LABEL = "__label__hq"
 LQ_LABEL = "__label__lq"
@@ -41,94 +40,6 @@ def default_model_path() -> Path:
     if env:
         return Path(env)
     return Path(__file__).resolve().parents[1] / "quality_models" / "default" / "quality_ft.ftz"
-
-
-# --- a structural check of the fastText binary format --------------------------------------------
-# fastText's own loader trusts the file: a truncated model makes it loop while its memory grows,
-# instead of failing. Walking the layout here (it mirrors FastText::saveModel of fastText 0.9) turns
-# a damaged file into a ModelError before fastText ever reads it.
-_FT_MAGIC = 793712314
-_FT_VERSIONS = (11, 12)
-
-
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data, self.pos = data, 0
-
-    def take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ModelError(f"truncated at byte {len(self.data)} (needs {self.pos + max(n, 0)})")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def unpack(self, fmt: str):
-        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
-
-
-def _skip_product_quantizer(r: _Reader) -> None:
-    dim, _nsubq, _dsub, _lastdsub = r.unpack("4i")
-    r.take(4 * dim * 256)  # centroids: dim × ksub floats
-
-
-def _skip_matrix(r: _Reader, quantized: bool) -> None:
-    if not quantized:
-        m, n = r.unpack("2q")
-        r.take(4 * m * n)
-        return
-    (qnorm,) = r.unpack("?")
-    m, _n = r.unpack("2q")
-    (codesize,) = r.unpack("i")
-    r.take(codesize)
-    _skip_product_quantizer(r)
-    if qnorm:
-        r.take(m)
-        _skip_product_quantizer(r)
-
-
-def check_fasttext_file(path: str | os.PathLike) -> None:
-    """Raise ModelError unless `path` holds one complete fastText model (.bin or .ftz)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise ModelError(f"fastText model at {path} is unreadable: {e.strerror or e}") from None
-    r = _Reader(data)
-    try:
-        magic, version = r.unpack("2i")
-        if magic != _FT_MAGIC or version not in _FT_VERSIONS:
-            raise ModelError("not a fastText model (bad magic number or version)")
-        r.take(12 * 4 + 8)  # Args: twelve int32 and the sampling threshold (double)
-        size, _nwords, _nlabels = r.unpack("3i")
-        _ntokens, prune_size = r.unpack("2q")
-        for _ in range(size):
-            end = data.find(b"\0", r.pos)
-            if end < 0:
-                raise ModelError("truncated inside the dictionary")
-            r.pos = end + 1
-            r.take(8 + 1)  # count (int64), entry type (int8)
-        r.take(8 * max(prune_size, 0))
-        (quant_input,) = r.unpack("?")
-        _skip_matrix(r, quant_input)
-        (quant_output,) = r.unpack("?")
-        _skip_matrix(r, quant_output)
-    except ModelError as e:
-        raise ModelError(f"fastText model at {path} is corrupt: {e}") from None
-    except (struct.error, OverflowError, MemoryError, ValueError) as e:
-        raise ModelError(f"fastText model at {path} is corrupt: {e}") from None
-    if r.pos != len(data):
-        raise ModelError(f"fastText model at {path} is corrupt: {len(data) - r.pos} unexpected "
-                         "bytes after the model")
-
-
-def load_fasttext(path: str | os.PathLike, what: str = "fastText quality model"):
-    """Load a fastText model quietly, or raise ModelError naming the file and `make quality-models`."""
-    p = require_file(path, what)
-    check_fasttext_file(p)
-    try:
-        return open_fasttext(p)
-    except (ValueError, RuntimeError, MemoryError) as e:
-        raise ModelError(f"{what} at {p} could not be loaded ({e}): run `make quality-models` "
-                         "to rebuild it") from None
 
 
 class QualityClassifier:

@@ -4,6 +4,7 @@ import pytest
 
 from pipeline import langid
 from pipeline.langid import LanguageIdentifier, default_model_path, get_identifier
+from pipeline.models import ModelError
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 LANGS = ["en", "de", "fr", "es", "it", "nl", "pt", "ru", "zh", "ja"]
@@ -24,9 +25,9 @@ def test_default_path_and_env(monkeypatch, tmp_path):
 
 
 def test_missing_model_says_make_setup(tmp_path):
-    with pytest.raises(FileNotFoundError, match="make setup"):
+    with pytest.raises(ModelError, match="make setup"):
         LanguageIdentifier(tmp_path / "nope.ftz").predict(["hello world"])
-    with pytest.raises(FileNotFoundError, match="make setup"):
+    with pytest.raises(ModelError, match="make setup"):
         get_identifier(tmp_path / "nope.ftz")
 
 

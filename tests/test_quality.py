@@ -10,9 +10,8 @@ import pytest
 
 from glassbox.contracts import sha256_file
 from pipeline import quality
-from pipeline.models import ModelError, require_file
-from pipeline.quality import (HQ_LABEL, QualityClassifier, check_fasttext_file, default_model_path,
-                              get_classifier, preprocess)
+from pipeline.models import ModelError, check_fasttext_file, require_file
+from pipeline.quality import HQ_LABEL, QualityClassifier, default_model_path, get_classifier, preprocess
 from quality_models import train_fasttext as tf
 
 REPO = Path(__file__).resolve().parents[1]
