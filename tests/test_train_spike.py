@@ -24,7 +24,7 @@ from train.config import ConfigError, parse_config
 from train.data.manifest import read_manifest
 from train.data.sample_index import DataOrder
 from train.data.shards import ShardCache
-from train.monitor.spike import SpikeDetector
+from train.monitor.spike_rule import SpikeDetector
 from train.record.trace import trace
 from train_fixtures import EQUIVALENCE_EPS, weight_mismatches
 from watch_fixtures import launch, make_watch_dataset
@@ -216,6 +216,19 @@ def test_detector_quiet_on_healthy_curves_and_finds_injected_spikes(seed):
             hits.append(i)
             assert det.loss_hist[-1] != float(a) and len(det.loss_hist) == det.window   # not in its own baseline
     assert hits == [1500, 2500]
+
+
+def test_diagnosis_calls_the_same_steps_spikes_as_the_live_monitor(setup, skipped):
+    """One rule, live and afterwards: the diagnosis replays the run's curve through the trainer's detector with
+    the run's own settings, so its spike findings are exactly the steps the monitor skipped."""
+    from train.record.diagnose import assess_run
+    from train.record.load import read_run
+
+    root = setup[0]
+    rows = _rows(root / "skip" / "metrics.jsonl")
+    skipped_steps = [r["step"] for r in rows if r["update_skipped"]]
+    spikes = [f for f in assess_run(read_run(root / "skip")).findings if f.kind == "spike"]
+    assert [s for f in spikes for s in range(f.step, f.end_step + 1)] == skipped_steps == [BAD + 1]
 
 
 def test_detector_nonfinite_history_and_state():

@@ -214,7 +214,8 @@ def main(argv=None) -> int:
     from train.metrics import MetricsLog, device_peak_flops
     from train.monitor.leakage import check_leakage
     from train.monitor.leakage import summary_line as leakage_line
-    from train.monitor.spike import SpikeDetector, SpikeGuard, record_rollback, record_spike, rollback_since
+    from train.monitor.spike import SpikeGuard, record_rollback, record_spike, rollback_since
+    from train.monitor.spike_rule import SpikeDetector
     from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
     from train.schedule import lr_at
 

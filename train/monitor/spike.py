@@ -1,14 +1,6 @@
 """Loss spikes: detection agreed by every rank, skipping the update, and the record of what was skipped.
 
-Detection (``SpikeDetector``). A step is judged against the *accepted* steps before it (a skipped step never
-enters its own baseline): its loss, and its gradient norm before clipping, each get a robust z-score
-(value - baseline) / noise, where the baseline is the median of the last 7 accepted values (it follows the
-trend of a falling loss) and the noise is the MAD of the step-to-step differences over the last
-``spike_window`` accepted values, x 1.4826 / sqrt 2 (the noise of one value; differencing removes the trend,
-which a MAD of the raw values would count as noise: early in a run that hides a 70% jump). A spike is a z
-above ``spike_loss_z`` (or ``spike_grad_norm_z``) that is also ``spike_min_rel`` above the baseline (on a very
-smooth curve the noise is tiny), or any non-finite value. Nothing is judged before ``spike_min_history``
-accepted steps. Only rises count.
+Detection: ``SpikeDetector`` in train/monitor/spike_rule.py, the rule the diagnosis replays afterwards.
 
 Where the decision is taken (``SpikeGuard``). ``PipelineEngine.train_batch`` runs forward, backward,
 the gradient all-reduce and the optimizer step in one call, so the trainer cannot look between backward and
@@ -35,85 +27,11 @@ non-finite norm, ``overflow``) the torch optimizer is never called; ``finish`` t
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import numpy as np
+from train.monitor.spike_rule import Judgement, SpikeDetector
 
-MAD_TO_SIGMA = 1.4826
-BASELINE = 7                     # accepted values whose median is the baseline (as train.record.diagnose)
 MAX_INLINE_DOCUMENTS = 10_000    # rollbacks.jsonl lists at most this many; the documents file lists all
-
-
-@dataclass
-class Judgement:
-    spike: bool
-    loss: float
-    grad_norm: float | None
-    loss_z: float | None = None
-    grad_norm_z: float | None = None
-    reason: str = ""
-    update_applied_by_deepspeed: bool = True     # False: DeepSpeed itself skipped (non-finite norm)
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        return {k: (v if not isinstance(v, float) or math.isfinite(v) else str(v)) for k, v in d.items()}
-
-
-class SpikeDetector:
-    def __init__(self, window: int = 50, min_history: int = 20, loss_z: float = 6.0, grad_norm_z: float = 8.0,
-                 min_rel: float = 0.1):
-        self.window, self.min_history = window, min_history
-        self.loss_z, self.grad_norm_z, self.min_rel = loss_z, grad_norm_z, min_rel
-        self.loss_hist: list[float] = []
-        self.gn_hist: list[float] = []
-
-    @classmethod
-    def from_config(cls, t) -> "SpikeDetector":
-        return cls(t.spike_window, t.spike_min_history, t.spike_loss_z, t.spike_grad_norm_z, t.spike_min_rel)
-
-    def _z(self, x: float, hist: list[float]) -> tuple[float | None, bool]:
-        """(robust z of x against hist, whether x is min_rel above the baseline)."""
-        if len(hist) < self.min_history:
-            return None, False
-        h = np.asarray(hist[-self.window:], dtype=np.float64)
-        base = float(np.median(h[-BASELINE:]))
-        d = np.diff(h)
-        noise = MAD_TO_SIGMA * float(np.median(np.abs(d - np.median(d)))) / math.sqrt(2.0)
-        noise = max(noise, 1e-12 * max(abs(base), 1.0))
-        return (x - base) / noise, x > base * (1.0 + self.min_rel)
-
-    def judge(self, loss: float, grad_norm: float | None) -> Judgement:
-        j = Judgement(False, loss, grad_norm)
-        if not math.isfinite(loss) or (grad_norm is not None and not math.isfinite(grad_norm)):
-            j.spike, j.reason = True, "non-finite " + ("loss" if not math.isfinite(loss) else "gradient norm")
-            return j
-        j.loss_z, loss_over = self._z(loss, self.loss_hist)
-        if grad_norm is not None:
-            j.grad_norm_z, gn_over = self._z(grad_norm, self.gn_hist)
-        else:
-            gn_over = False
-        why = []
-        if self.loss_z and j.loss_z is not None and j.loss_z > self.loss_z and loss_over:
-            why.append(f"loss z {j.loss_z:.1f} > {self.loss_z:g}")
-        if self.grad_norm_z and j.grad_norm_z is not None and j.grad_norm_z > self.grad_norm_z and gn_over:
-            why.append(f"grad_norm z {j.grad_norm_z:.1f} > {self.grad_norm_z:g}")
-        if why:
-            j.spike, j.reason = True, "; ".join(why)
-            return j
-        self.loss_hist = (self.loss_hist + [loss])[-self.window:]
-        if grad_norm is not None:
-            self.gn_hist = (self.gn_hist + [grad_norm])[-self.window:]
-        return j
-
-    def state(self) -> dict:
-        return {"loss": list(self.loss_hist), "grad_norm": list(self.gn_hist)}
-
-    def load(self, state: dict | None) -> None:
-        state = state or {}
-        self.loss_hist = [float(x) for x in state.get("loss", [])][-self.window:]
-        self.gn_hist = [float(x) for x in state.get("grad_norm", [])][-self.window:]
 
 
 class SpikeGuard:

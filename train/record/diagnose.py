@@ -39,6 +39,7 @@ Exit status: 0 with or without findings (a finding is not an error), 2 when ther
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -47,23 +48,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from train.monitor.spike_rule import BASELINE, MAD_TO_SIGMA, SpikeDetector
 from train.record.load import RecordError, finish_rows, finite, load_metrics, num, read_run, split_rows
 
 SEVERITIES = ("info", "warning", "critical")
-MAD_TO_SIGMA = 1.4826          # MAD x this = standard deviation for Gaussian noise
 
 
 @dataclass
 class DiagnoseConfig:
     """Detector thresholds. Relative thresholds are shares of the loss level at that point."""
-    # spike: the points before a point give the baseline (median) and the noise (MAD).
-    spike_z: float = 6.0               # robust z above which a point is a spike: Gaussian noise passes 6
-                                       # about once in 10^9 points, heavy-tailed batch noise rarely
-    spike_window: int = 100            # points before the judged one that set the noise (MAD of 2nd differences)
-    spike_baseline: int = 7            # points just before whose median is the baseline (tracks the trend)
-    spike_min_history: int = 20        # fewer points before it: not judged (too few to know the noise)
-    spike_min_rel: float = 0.05        # and at least 5% above the median: on a very smooth curve the MAD
-                                       # is tiny and a harmless 1% wobble would score a large z
+    # spike: the trainer's own rule (train/monitor/spike_rule.py), replayed over the curve, with the trainer's
+    # defaults; a Glassbox run's config.json settings (train.spike_*) replace them, so the diagnosis calls
+    # exactly the steps spikes that the live monitor did (or would have, with on_spike: off).
+    spike_z: float = 6.0               # robust z of the loss above the accepted steps before it
+    spike_grad_norm_z: float = 8.0     # the same for the gradient norm where the record has one; 0 = not used
+    spike_window: int = 50             # accepted points whose step-to-step differences give the noise (MAD)
+    spike_min_history: int = 20        # fewer accepted points before it: not judged (noise unknown)
+    spike_min_rel: float = 0.1         # and 10% above the baseline: on a very smooth curve the noise is tiny
+    spike_from_run: bool = True        # take a Glassbox run's own train.spike_* settings (off: the values here)
     spike_critical_rel: float = 0.5    # critical: a jump of 50% or more, or no recovery in the next points;
     spike_info_rel: float = 0.15       # info: one point under 15% that recovers at once (heavy-tailed
                                        # batch noise does that now and then); else warning
@@ -273,49 +275,46 @@ def detect_nonfinite(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
     return out
 
 
-def _trailing(y: np.ndarray, w: int) -> np.ndarray:
-    """Row i: the up-to-w values before index i (NaN-padded), shape (len(y), w)."""
-    pad = np.concatenate([np.full(w, np.nan), y])
-    return np.lib.stride_tricks.sliding_window_view(pad, w)[:len(y)]
+def spike_detector(cfg: DiagnoseConfig) -> SpikeDetector:
+    return SpikeDetector(window=cfg.spike_window, min_history=cfg.spike_min_history, loss_z=cfg.spike_z,
+                         grad_norm_z=cfg.spike_grad_norm_z, min_rel=cfg.spike_min_rel)
 
 
 def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
+    """Replay the training rows through the live monitor's detector: the same decision on every step. A
+    non-finite loss is the divergence finding's (detect_nonfinite), so only finite points are replayed."""
     y, steps, n = c.loss, c.steps, len(c.loss)
-    h = cfg.spike_min_history
-    if n <= h:
+    if n <= cfg.spike_min_history:
         return []
-    w = cfg.spike_window
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)          # all-NaN rows: the padded first points
-        # Baseline: the median of the few points just before (follows the trend, ignores a lone spike).
-        med = np.nanmedian(_trailing(y, cfg.spike_baseline), axis=1)
-        # Noise: second differences over the window before (a linear trend cancels): sigma = MAD / sqrt 6.
-        d2 = np.concatenate([[np.nan, np.nan], y[2:] - 2 * y[1:-1] + y[:-2]])   # d2[i] ends at point i
-        win = _trailing(d2, max(3, w - 2))
-        mad = np.nanmedian(np.abs(win - np.nanmedian(win, axis=1, keepdims=True)), axis=1)
-    sigma = MAD_TO_SIGMA * mad / math.sqrt(6)
-    scale = np.maximum(np.nan_to_num(sigma), np.maximum(1e-3 * np.abs(med), 1e-12))
-    z = (y - med) / scale
-    z[:h] = 0.0
-    rel = np.where(med > 0, y / np.where(med > 0, med, 1.0) - 1.0, 0.0)
-    flagged = (z > cfg.spike_z) & (rel > cfg.spike_min_rel)
-    lr_by_step = {r["step"]: finite(r.get("lr")) for r in c.train}
     gn_by_step = {r["step"]: finite(r.get("grad_norm")) for r in c.train}
+    lr_by_step = {r["step"]: finite(r.get("lr")) for r in c.train}
+    det = spike_detector(cfg)
+    judged = [det.judge(float(v), gn_by_step.get(int(s))) for s, v in zip(steps, y)]
+    flagged = np.array([j.spike for j in judged])
+    z = np.array([j.loss_z if j.loss_z is not None else -np.inf for j in judged])
+    base = np.array([j.loss_baseline if j.loss_baseline is not None else np.nan for j in judged])
+    noise = np.array([j.loss_noise if j.loss_noise is not None else np.nan for j in judged])
+    with np.errstate(all="ignore"):
+        rel = np.where(base > 0, y / np.where(base > 0, base, 1.0) - 1.0, 0.0)
     out = []
     for a, b in _runs(flagged, max_gap=2):
-        peak = a + int(np.argmax(np.where(flagged[a:b + 1], z[a:b + 1], -np.inf)))
-        ev = {"loss": y[peak], "rolling_median": med[peak], "mad": mad[peak], "noise_sigma": sigma[peak],
-              "z": z[peak], "jump_rel": rel[peak], "points": int(flagged[a:b + 1].sum())}
+        peak = a + int(np.argmax(np.where(flagged[a:b + 1], np.nan_to_num(z[a:b + 1], neginf=-1e300), -np.inf)))
+        ev = {"loss": y[peak], "rolling_median": base[peak], "noise_sigma": noise[peak],
+              "mad": noise[peak] * math.sqrt(2.0) / MAD_TO_SIGMA, "z": z[peak], "jump_rel": rel[peak],
+              "points": int(flagged[a:b + 1].sum())}
+        if judged[peak].grad_norm_z is not None:
+            ev["grad_norm_z"] = judged[peak].grad_norm_z
         s0 = int(steps[a])
         for key, by in (("lr", lr_by_step), ("grad_norm", gn_by_step)):
             if by.get(s0) is not None:
                 ev[key] = by[s0]
-                prev = [by.get(int(s)) for s in steps[max(0, a - w):a]]
+                prev = [by.get(int(s)) for s in steps[max(0, a - cfg.spike_window):a]]
                 prev = [v for v in prev if v is not None]
                 if prev:
                     ev[key + "_median_before"] = float(np.median(prev))
-        after = y[b + 1:b + 1 + cfg.spike_baseline]
-        recovered = len(after) > 0 and float(np.median(after)) <= med[a] * (1 + cfg.spike_min_rel)
+        after = y[b + 1:b + 1 + BASELINE]
+        ref = base[a] if np.isfinite(base[a]) else base[peak]
+        recovered = len(after) > 0 and float(np.median(after)) <= ref * (1 + cfg.spike_min_rel)
         ev["recovered"] = int(recovered)
         if rel[peak] >= cfg.spike_critical_rel or not recovered:
             sev = "critical"
@@ -323,10 +322,11 @@ def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
             sev = "info"
         else:
             sev = "warning"
-        out.append(Finding("spike", s0, int(steps[b]), sev,
-                           f"loss {y[peak]:.4g} at step {int(steps[peak])} is {z[peak]:.1f} noise sigmas "
-                           f"({rel[peak]:+.0%}) above the median {med[peak]:.4g} of the points just before",
-                           ev, ADVICE["spike"]))
+        what = (f"loss {y[peak]:.4g} at step {int(steps[peak])} is {z[peak]:.1f} noise sigmas "
+                f"({rel[peak]:+.0%}) above the median {base[peak]:.4g} of the accepted points just before"
+                if np.isfinite(z[peak]) else
+                f"gradient norm at step {int(steps[peak])}: {judged[peak].reason}")
+        out.append(Finding("spike", s0, int(steps[b]), sev, what, ev, ADVICE["spike"]))
     return out
 
 
@@ -734,8 +734,25 @@ def diagnose(rows: list[dict], vocab_size: int | None = None, cfg: DiagnoseConfi
     return assess(rows, vocab_size, cfg, manifest).findings
 
 
+# train.spike_* of the trainer config -> the DiagnoseConfig field replaying it
+RUN_SPIKE_SETTINGS = {"spike_loss_z": "spike_z", "spike_grad_norm_z": "spike_grad_norm_z",
+                      "spike_window": "spike_window", "spike_min_history": "spike_min_history",
+                      "spike_min_rel": "spike_min_rel"}
+
+
+def with_run_spike_settings(cfg: DiagnoseConfig, run_config: dict | None) -> DiagnoseConfig:
+    """The run's own spike rule (its resolved config.json), so the diagnosis judges as its monitor did."""
+    train = (run_config or {}).get("train") if isinstance(run_config, dict) else None
+    if not cfg.spike_from_run or not isinstance(train, dict):
+        return cfg
+    given = {ours: train[theirs] for theirs, ours in RUN_SPIKE_SETTINGS.items()
+             if isinstance(train.get(theirs), (int, float)) and not isinstance(train.get(theirs), bool)}
+    return dataclasses.replace(cfg, **given)
+
+
 def assess_run(rec, vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> Diagnosis:
-    """``assess`` on a read record (load.RunRecord): its rows, vocabulary and manifest."""
+    """``assess`` on a read record (load.RunRecord): its rows, vocabulary, manifest and spike settings."""
+    cfg = with_run_spike_settings(cfg or DiagnoseConfig(), rec.config)
     return assess(rec.rows, vocab_size=vocab_size or rec.vocab_size, cfg=cfg, manifest=rec.manifest)
 
 
@@ -788,9 +805,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     add_reader_args(ap)
     ap.add_argument("--vocab-size", type=int, default=None,
                     help="vocabulary size for low_initial_loss (default: the run's config.json)")
-    ap.add_argument("--spike-z", type=float, default=d.spike_z, help=f"robust z of a spike (default {d.spike_z})")
-    ap.add_argument("--spike-window", type=int, default=d.spike_window,
-                    help=f"points before a point that set its baseline (default {d.spike_window})")
+    ap.add_argument("--spike-z", type=float, default=None,
+                    help=f"robust z of a loss spike (default: the run's train.spike_loss_z, else {d.spike_z})")
+    ap.add_argument("--spike-window", type=int, default=None,
+                    help=f"accepted points that set the noise (default: the run's train.spike_window, "
+                         f"else {d.spike_window})")
     ap.add_argument("--divergence-rise", type=float, default=d.divergence_rise,
                     help=f"relative rise above the running minimum (default {d.divergence_rise})")
     ap.add_argument("--flat-frac", type=float, default=d.flat_min_frac,
@@ -805,7 +824,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def config_from_args(a: argparse.Namespace) -> DiagnoseConfig:
-    return DiagnoseConfig(spike_z=a.spike_z, spike_window=a.spike_window, divergence_rise=a.divergence_rise,
+    d = DiagnoseConfig()
+    spike = {} if a.spike_z is None and a.spike_window is None else {
+        "spike_from_run": False, "spike_z": d.spike_z if a.spike_z is None else a.spike_z,
+        "spike_window": d.spike_window if a.spike_window is None else a.spike_window}
+    return DiagnoseConfig(**spike, divergence_rise=a.divergence_rise,
                           flat_min_frac=a.flat_frac, flat_tol=a.flat_tol, expected_floor=a.floor,
                           val_noisy_ratio=a.val_noisy_ratio)
 

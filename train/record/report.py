@@ -529,12 +529,14 @@ def main(argv=None) -> int:
     add_reader_args(ap)
     ap.add_argument("--vocab-size", type=int, default=None,
                     help="vocabulary size for the diagnosis (default: each run's config.json)")
-    ap.add_argument("--spike-z", type=float, default=DiagnoseConfig.spike_z, help="diagnosis: robust z of a spike")
+    ap.add_argument("--spike-z", type=float, default=None,
+                    help="diagnosis: robust z of a loss spike (default: the run's train.spike_loss_z)")
     ap.add_argument("--floor", type=float, default=None, help="diagnosis: expected loss floor in nats")
     a = ap.parse_args(argv)
     try:
         page = build_report(a.run, a.compare, a.out, a.vocab_size,
-                            DiagnoseConfig(spike_z=a.spike_z, expected_floor=a.floor), a.format, a.compare_format,
+                            DiagnoseConfig(expected_floor=a.floor) if a.spike_z is None else
+                            DiagnoseConfig(spike_z=a.spike_z, spike_from_run=False, expected_floor=a.floor), a.format, a.compare_format,
                             parse_tags(a.tags))
     except RecordError as e:
         print(f"error: {e}", file=sys.stderr)
