@@ -158,10 +158,15 @@ def test_backoff_grows_with_jitter_and_cap(tmp_path):
     assert r.delay(0, 5.0) >= 5.0                             # Retry-After is honoured (up to the cap)
     assert normalize_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/v1"
     assert normalize_url("http://h:1/v1/") == "http://h:1/v1"
-    assert parse_line('{"id": 1, "prompt": "x"}')[0] is not None
-    for bad in ['[1]', '{"prompt": "x"}', '{"id": true, "prompt": "x"}', '{"id": 1}',
-                '{"id": 1, "prompt": "x", "messages": []}', '{"id": 1, "messages": "hi"}']:
-        assert parse_line(bad)[0] is None, bad
+    assert parse_line('{"id": 1, "prompt": "x", "max_tokens": 3}') == ({"id": 1, "prompt": "x", "max_tokens": 3}, None)
+    assert parse_line(b'{"id": "a", "messages": [{"role": "user", "content": "hi"}]}')[0]["id"] == "a"
+    for bad, why in [('[1]', "not a JSON object"), ('{"prompt": "x"}', "no 'id'"),
+                     ('{"id": true, "prompt": "x"}', "no 'id'"), ('{"id": 1}', "exactly one of"),
+                     ('{"id": 1, "prompt": "x", "messages": []}', "exactly one of"),
+                     ('{"id": 1, "messages": "hi"}', "must be a list"), ('{"id": 1, "prompt": ', "not JSON"),
+                     (b'{"id": 1, "prompt": "caf\xe9"}', "not UTF-8")]:
+        record, problem = parse_line(bad)
+        assert record is None and why in problem, (bad, problem)
 
 
 def test_undecodable_and_unencodable_lines_are_invalid_lines_the_rest_runs(server, tmp_path):

@@ -140,10 +140,19 @@ def test_leakage_report_counts_exact_copies(shared):
 
 
 def test_end_of_run_diagnosis_is_written(shared):
+    """The trainer's closing diagnosis is the reader's diagnosis of the finished record, written and printed."""
+    from train.record.diagnose import assess_run
+    from train.record.load import read_run
+
     _, run, stdout, _, _ = shared
     diag = json.loads((run / "diagnosis.json").read_text())
-    assert isinstance(diag["findings"], list)
+    again = assess_run(read_run(run)).to_dict()
+    assert diag == json.loads(json.dumps(again))
+    assert set(diag) == {"findings", "not_judged", "reading"} and diag["reading"]
     assert "diagnosis (diagnosis.json" in stdout
+    assert all(f"reading: {line}" in stdout for line in diag["reading"])
+    assert all(f["kind"] in stdout for f in diag["findings"])
+    assert all(n["check"] in stdout for n in diag["not_judged"])
 
 
 def test_leakage_error_mode_stops_before_training(shared, tmp_path):

@@ -73,7 +73,14 @@ def test_shared_files(name):
     assert dict(Counter(r.record_type for r in records)) == types
     assert [u.reason for u in bad] == reasons
     for r in records:
-        assert r.payload is not None and len(r.payload) > 0 or r.http_status is not None
+        # Every kept record carries its body (payload_bytes: as sent, before any Content-Encoding); an HTTP
+        # response also its status line.
+        assert r.payload is not None and r.payload_bytes > 0 and not r.payload_too_large
+        assert r.url
+        if r.record_type == "response" and not (name == "malformed/bad.arc" and r.payload_bytes == 1):
+            assert isinstance(r.http_status, int) and 100 <= r.http_status < 600, (name, r.url, r.http_status)
+        else:
+            assert r.http_status is None and len(r.payload) > 0, (name, r.record_type, r.url)
 
 
 def test_shared_record_fields():
