@@ -1,4 +1,5 @@
 import os
+from collections import Counter
 import subprocess
 import sys
 from pathlib import Path
@@ -10,12 +11,31 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 FIXTURES = REPO / "tests" / "fixtures"
 
 
+SHARED_SKIP = "shared data not available"     # every skip for a missing ../shared/data file starts so
+
+
 def shared(*parts: str) -> Path:
     """A file of ../shared/data, or skip: the suite must also run where that folder is absent."""
     p = SHARED_DATA.joinpath(*parts)
     if not p.exists():
-        pytest.skip(f"shared data not available: {p}")
+        pytest.skip(f"{SHARED_SKIP}: {p}")
     return p
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line for the tests that need ../shared/data (real third-party pages, WARCs, benchmarks) when it is
+    absent, instead of a reason per test."""
+    reasons = [str(r.longrepr[2]) if isinstance(r.longrepr, tuple) else str(r.longrepr)
+               for r in terminalreporter.stats.get("skipped", [])]
+    shared_missing = sorted({why.split(": ", 2)[-1] for why in reasons if SHARED_SKIP in why})
+    if shared_missing:
+        n = sum(SHARED_SKIP in why for why in reasons)
+        terminalreporter.write_line(
+            f"{n} tests skipped: {SHARED_SKIP} ({SHARED_DATA} holds the real third-party data of "
+            f"../shared/data/README.md; {len(shared_missing)} paths missing, e.g. {shared_missing[0]})")
+    others = Counter(why.removeprefix("Skipped: ") for why in reasons if SHARED_SKIP not in why)
+    for why, n in sorted(others.items()):
+        terminalreporter.write_line(f"{n} test{'s' * (n != 1)} skipped: {why}")
 
 
 @pytest.fixture(scope="session")

@@ -1,14 +1,14 @@
 import re
-from pathlib import Path
 
 import pytest
 
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.clean import (DEFAULT_RULES, CleanConfig, apply_rules, clean_batch, clean_document,
                             validate_rules)
 from pipeline.heuristics import SIGNAL_NAMES, compute_signals
 from pipeline.langid import default_model_path, get_identifier
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA
 
 
 class FixedLang:
@@ -23,7 +23,7 @@ class FixedLang:
 def _wiki_prose(n_paras=3) -> str:
     path = DATA / "text" / "reference" / "wikitext-2-valid.txt"
     if not path.is_file():
-        pytest.skip(f"{path} not found")
+        pytest.skip(f"{SHARED_SKIP}: {path}")
     paras = [p.strip() for p in path.read_text(encoding="utf-8").splitlines()
              if len(p.strip()) > 300 and not p.strip().startswith("=")][:n_paras]
     text = "\n\n".join(paras)

@@ -7,13 +7,14 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.config import ConfigError, parse_config
 from pipeline.decontam import (Benchmark, BenchmarkError, DecontamConfig, NgramIndex, decontam_partition,
                                fingerprint, load_benchmarks, read_benchmark, words)
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = REPO / "examples" / "benchmarks"
-SHARED_BENCH = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+SHARED_BENCH = SHARED_DATA / "benchmarks"
 WIKITEXT = REPO / "quality_models" / "data" / "wikitext-2-valid.txt"
 
 
@@ -72,7 +73,7 @@ def test_full_benchmarks_from_shared_data():
     gsm_path = SHARED_BENCH / "gsm8k" / "gsm8k-test.jsonl"
     he_path = SHARED_BENCH / "humaneval" / "HumanEval.jsonl.gz"
     if not gsm_path.exists() or not he_path.exists():
-        pytest.skip(f"shared benchmarks not available: {SHARED_BENCH}")
+        pytest.skip(f"{SHARED_SKIP}: {SHARED_BENCH}")
     gsm, he = _lines(gsm_path), _lines(he_path)
     index = _index(_gsm8k(gsm_path), _humaneval(he_path))
     wiki = _wiki_paragraphs(400)
@@ -86,7 +87,7 @@ def test_full_benchmarks_from_shared_data():
         assert index.match("Here is how I solved it:\n" + body)[0][0] == f"humaneval:HumanEval/{task}"
     for para in wiki[20:400]:
         assert index.match(para) == [], para[:80]
-    shakespeare = Path(__file__).resolve().parents[2] / "shared" / "data" / "text" / "reference" / "tinyshakespeare.txt"
+    shakespeare = SHARED_DATA / "text" / "reference" / "tinyshakespeare.txt"
     if shakespeare.exists():
         assert index.match(shakespeare.read_text(encoding="utf-8")) == []
 

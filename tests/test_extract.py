@@ -7,18 +7,18 @@ import shutil
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 import trafilatura
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.charset import decode_html
 from pipeline.extract import ExtractConfig, ExtractionTimeout, extract_file, extract_html
 from pipeline.schema import ROW_KEYS
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SHARED = SHARED_DATA
 AEB = SHARED / "extraction" / "aeb"
 WARC = SHARED / "warc"
 CFG = ExtractConfig()
@@ -27,7 +27,7 @@ _TOKEN = re.compile(r"\w+")
 
 def _need(path: Path):
     if not path.exists():
-        pytest.skip(f"shared data not found at {path}")
+        pytest.skip(f"{SHARED_SKIP}: {path}")
 
 
 def _token_f1(truth: str, pred: str | None) -> float:

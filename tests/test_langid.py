@@ -2,11 +2,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline import langid
 from pipeline.langid import LanguageIdentifier, default_model_path, get_identifier
 from pipeline.models import ModelError
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA
 LANGS = ["en", "de", "fr", "es", "it", "nl", "pt", "ru", "zh", "ja"]
 
 
@@ -53,7 +54,7 @@ def test_identifier_is_cached(ident):
 def test_sentence_accuracy(ident):
     folder = DATA / "langid" / "lingua" / "sentences"
     if not folder.is_dir():
-        pytest.skip(f"lingua test set not found at {folder}")
+        pytest.skip(f"{SHARED_SKIP}: {folder}")
     acc = {}
     for lang in LANGS:
         sents = [s for s in (folder / f"{lang}.txt").read_text(encoding="utf-8").splitlines() if s.strip()]

@@ -1,12 +1,12 @@
 import json
 import unicodedata
-from pathlib import Path
 
 import pytest
 
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.normalize import boilerplate_kind, clean_lines, normalize_text
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = SHARED_DATA
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -115,7 +115,7 @@ def test_clean_lines_keeps_extracted_articles():
     aeb = DATA / "extraction" / "aeb" / "ground-truth.json"
     evald = DATA / "extraction" / "trafilatura_eval" / "evaldata.json"
     if not aeb.is_file() or not evald.is_file():
-        pytest.skip(f"shared extraction data not found under {DATA}")
+        pytest.skip(f"{SHARED_SKIP}: {DATA / 'extraction'}")
     lines = removed = 0
     for v in json.loads(aeb.read_text()).values():
         body = normalize_text(v["articleBody"])

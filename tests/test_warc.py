@@ -4,21 +4,21 @@ import io
 import random
 import zlib
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.warc import Record, Unreadable, iter_records
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "warc"
+DATA = SHARED_DATA / "warc"
 MAX = 5_000_000
 
 
 def _need_data():
     if not DATA.is_dir():
-        pytest.skip(f"shared data not found at {DATA}")
+        pytest.skip(f"{SHARED_SKIP}: {DATA}")
 
 
 def _read(source, max_payload_bytes=MAX):
