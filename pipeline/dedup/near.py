@@ -18,20 +18,22 @@ partitioning, task order or adaptive execution. Only counts reach the driver.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Observation, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from pipeline.dedup.components import LOCAL_MAX_EDGES, connected_components, keep_best_first
 from pipeline.dedup.fingerprint import SPARK_COLUMNS, fingerprint_partition, hash_sets
+from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
-from pipeline.schema import KEPT, REJECTED
+from pipeline.schema import KEPT
 
 log = logging.getLogger(__name__)
 REASON = "near_duplicate"
@@ -103,8 +105,10 @@ def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
 
 _EDGE = [("src", pa.string()), ("dst", pa.string()), ("q_src", pa.float64()), ("q_dst", pa.float64())]
 _EDGE_SPARK = "src string, dst string, q_src double, q_dst double"
-_MARKS = pa.schema([("id", pa.string()), ("minhash_cluster", pa.string()), ("duplicate_of", pa.string())])
-_MARKS_SPARK = "id string, minhash_cluster string, duplicate_of string"
+# marks: every node of the verified graph; `degree` (its verified edges) only for the count of edges
+_MARKS = pa.schema([("id", pa.string()), ("minhash_cluster", pa.string()), ("duplicate_of", pa.string()),
+                    ("degree", pa.int64())])
+_MARKS_SPARK = "id string, minhash_cluster string, duplicate_of string, degree bigint"
 
 
 def _verify_partition(measure: str, threshold: float):
@@ -122,18 +126,15 @@ def _verify_partition(measure: str, threshold: float):
     return run
 
 
-def _marks_batches(marks: dict[str, tuple[str, str | None]]) -> Iterator[pa.RecordBatch]:
-    nodes = sorted(marks)
-    for i in range(0, len(nodes), 65536):
-        chunk = nodes[i:i + 65536]
-        yield pa.RecordBatch.from_arrays([pa.array(chunk, pa.string()),
-                                          pa.array([marks[x][0] for x in chunk], pa.string()),
-                                          pa.array([marks[x][1] for x in chunk], pa.string())], schema=_MARKS)
+def _marks_rows(pairs: list[tuple[str, str]], quality: dict) -> list[tuple[str, str, str | None, int]]:
+    kept = keep_best_first(pairs, quality)
+    degree = Counter(x for pair in pairs for x in pair)
+    return [(x, c, d, degree[x]) for x, (c, d) in sorted(kept.items())]
 
 
 def _local_marks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow function over every verified edge in one partition: (id, minhash_cluster,
-    duplicate_of) for every node, by `keep_best_first`."""
+    duplicate_of, degree) for every node, by `keep_best_first`."""
     quality: dict[str, float | None] = {}
     pairs = []
     for batch in batches:
@@ -141,7 +142,10 @@ def _local_marks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         quality.update(zip(src, batch.column("q_src").to_pylist()))
         quality.update(zip(dst, batch.column("q_dst").to_pylist()))
         pairs.extend(zip(src, dst))
-    yield from _marks_batches(keep_best_first(pairs, quality))
+    rows = _marks_rows(pairs, quality)
+    for i in range(0, len(rows), 65536):
+        chunk = list(zip(*rows[i:i + 65536]))
+        yield pa.RecordBatch.from_arrays([pa.array(col, t) for col, t in zip(chunk, _MARKS.types)], schema=_MARKS)
 
 
 def _component_marks(pdf):
@@ -150,9 +154,7 @@ def _component_marks(pdf):
 
     quality = dict(zip(pdf["src"], pdf["q_src"].astype(object).where(pdf["q_src"].notna(), None)))
     quality.update(zip(pdf["dst"], pdf["q_dst"].astype(object).where(pdf["q_dst"].notna(), None)))
-    marks = keep_best_first(zip(pdf["src"], pdf["dst"]), quality)
-    return pd.DataFrame([(x, c, d) for x, (c, d) in sorted(marks.items())],
-                        columns=["id", "minhash_cluster", "duplicate_of"])
+    return pd.DataFrame(_marks_rows(list(zip(pdf["src"], pdf["dst"])), quality), columns=_MARKS.names)
 
 
 def _distributed_marks(edges: DataFrame) -> tuple[DataFrame, int]:
@@ -170,11 +172,11 @@ def _persist(df: DataFrame) -> DataFrame:
 def near_marks(spark: SparkSession, fp: DataFrame, cfg: NearDedupConfig,
                local_max_edges: int = LOCAL_MAX_EDGES) -> tuple[DataFrame, dict]:
     """`fp`: the fingerprint rows (id, _scope, _q, shingles, bands) of the documents to compare.
-    Returns ((id, minhash_cluster, duplicate_of) for every member of a near-duplicate component,
-    duplicate_of null for its survivor; cached), and info, which holds only counts.
+    Returns ((id, minhash_cluster, duplicate_of, degree) for every document in a component of the
+    verified graph, duplicate_of null for the kept ones; cached), and info, which holds only counts.
 
-    Spark jobs: one to count the candidate edges, one to verify them, find the components and
-    count the marks (each also runs the shuffle stages it needs)."""
+    Two actions: one counts the candidate edges (and the skipped buckets), one verifies them, finds
+    the components and counts the marks; each runs the shuffle stages it needs."""
     info = {"candidate_pairs": 0, "verified_pairs": 0, "components": 0, "capped_buckets": 0, "removed": 0,
             "cc_iterations": 0}
 
@@ -186,9 +188,6 @@ def near_marks(spark: SparkSession, fp: DataFrame, cfg: NearDedupConfig,
                  .withColumn("_head", F.min("id").over(bucket))
                  .withColumn("_head_q", F.min_by("_q", "id").over(bucket))
                  .where(F.col("_size") > 1))
-    buckets = Observation("near_buckets")
-    members = members.observe(buckets, F.coalesce(F.sum(F.when(
-        (F.col("_size") > cfg.max_bucket) & (F.col("id") == F.col("_head")), 1)), F.lit(0)).alias("capped"))
     small = members.where(F.col("_size") <= PAIRS_BUCKET).select("_scope", "band", "id", "_q")
     pairs = (small.alias("a").join(small.alias("b"), ["_scope", "band"])
                   .where(F.col("a.id") < F.col("b.id"))
@@ -198,40 +197,44 @@ def near_marks(spark: SparkSession, fp: DataFrame, cfg: NearDedupConfig,
                            & (F.col("id") != F.col("_head")))
                     .select(F.col("_head").alias("src"), F.col("id").alias("dst"),
                             F.col("_head_q").alias("q_src"), F.col("_q").alias("q_dst")))
-    edges = _persist(pairs.unionByName(stars).distinct())
-    info["candidate_pairs"] = edges.count()
-    info["capped_buckets"] = int(buckets.get["capped"])
+    # one row (dst null) per bucket over max_bucket rides along, so that one job counts both
+    capped = (members.where((F.col("_size") > cfg.max_bucket) & (F.col("id") == F.col("_head")))
+                     .select(F.col("band").cast("string").alias("src"), F.lit(None).cast("string").alias("dst"),
+                             F.lit(None).cast("double").alias("q_src"), F.lit(None).cast("double").alias("q_dst")))
+    candidates = _persist(pairs.unionByName(stars).distinct().unionByName(capped))
+    counts = candidates.agg(F.count("dst").alias("edges"),
+                            F.count(F.when(F.col("dst").isNull(), 1)).alias("capped")).first()
+    info["candidate_pairs"], info["capped_buckets"] = int(counts["edges"]), int(counts["capped"])
+    edges = candidates.where(F.col("dst").isNotNull())
     if info["capped_buckets"]:
         log.warning("near dedup: %d LSH buckets larger than max_bucket=%d skipped (boilerplate?)",
                     info["capped_buckets"], cfg.max_bucket)
 
     # 2. Exact Jaccard (or containment) of the two shingle-hash sets of every candidate edge: each
     # side's sets join the (small, broadcast) edges, then the two halves meet on (src, dst).
-    verified = Observation("near_verified")
     if cfg.verify:
         sets = fp.select("id", "shingles")
-        ends = edges.select("src", "dst")
         with_a = edges.join(sets.select(F.col("id").alias("src"), F.col("shingles").alias("a")), "src")
-        with_b = ends.join(sets.select(F.col("id").alias("dst"), F.col("shingles").alias("b")), "dst")
+        with_b = edges.select("src", "dst").join(sets.select(F.col("id").alias("dst"), F.col("shingles").alias("b")),
+                                                 "dst")
         pairs = with_a.join(with_b, ["src", "dst"]).select("src", "dst", "q_src", "q_dst", "a", "b")
         kept_edges = pairs.mapInArrow(_verify_partition(cfg.measure, cfg.threshold), _EDGE_SPARK)
     else:
         kept_edges = edges
-    kept_edges = kept_edges.observe(verified, F.count(F.lit(1)).alias("n"))
 
-    # 3. Components, 4. one survivor each: in one task when the candidate graph fits there.
+    # 3. Components, 4. the documents to keep in each: in one task when the candidate graph fits there.
     if info["candidate_pairs"] <= local_max_edges:
-        marks = kept_edges.repartition(1).mapInArrow(_local_marks, _MARKS_SPARK)  # upstream keeps its tasks
+        found = kept_edges.repartition(1).mapInArrow(_local_marks, _MARKS_SPARK)  # upstream keeps its tasks
     else:
-        marks, info["cc_iterations"] = _distributed_marks(_persist(kept_edges))
-    marks = _persist(marks)
-    counts = marks.agg(F.count(F.lit(1)).alias("n"), F.count("duplicate_of").alias("r")).first()
-    info["verified_pairs"] = int(verified.get["n"])
-    info["removed"] = int(counts["r"])
-    info["components"] = int(counts["n"]) - info["removed"]  # one survivor per component
-    edges.unpersist()
+        found, info["cc_iterations"] = _distributed_marks(_persist(kept_edges))
+    found = _persist(found)
+    counts = found.agg(F.count(F.when(F.col("id") == F.col("minhash_cluster"), 1)).alias("c"),  # named by a member
+                       F.count("duplicate_of").alias("r"), F.sum("degree").alias("d")).first()
+    info["components"], info["removed"] = int(counts["c"]), int(counts["r"])
+    info["verified_pairs"] = int(counts["d"] or 0) // 2  # every edge counted at both ends
+    candidates.unpersist()
     log.info("near dedup: %s", info)
-    return marks, info
+    return found, info
 
 
 def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupConfig,
@@ -242,37 +245,24 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
     Rows that arrive already rejected (a `status` column other than kept, e.g. exact duplicates)
     keep their status and take no part. Returns (rows, info) where info holds only counts."""
     cfg.validate()
-    has_status = "status" in docs.columns
-    base = docs
-    for col in ("status", "reason", "detail", "duplicate_of"):
-        if col not in base.columns:
-            base = base.withColumn(col, F.lit(KEPT) if col == "status" else F.lit(None).cast("string"))
     if not cfg.enabled:
-        return base.withColumn("minhash_cluster", F.lit(None).cast("string")), {
-            "candidate_pairs": 0, "verified_pairs": 0, "components": 0, "capped_buckets": 0, "removed": 0,
-            "cc_iterations": 0}
-    live = docs.where(F.col("status") == KEPT) if has_status else docs
+        return apply_marks(docs, None), {"candidate_pairs": 0, "verified_pairs": 0, "components": 0,
+                                         "capped_buckets": 0, "removed": 0, "cc_iterations": 0}
+    live = docs.where(F.col("status") == KEPT) if "status" in docs.columns else docs
     fp = fingerprint_rows(live.select(F.col("id").cast("string").alias("id"), *[c for c in ("source", "quality_ft", "text")
                                                                                  if c in live.columns]), cfg)
     fp = fp.persist(StorageLevel.DISK_ONLY)  # read by the buckets and the verification
     try:
-        marks, info = near_marks(spark, fp, cfg, local_max_edges)
+        found, info = near_marks(spark, fp, cfg, local_max_edges)
     finally:
         fp.unpersist()
-    return apply_near_marks(base, marks), info
+    return apply_marks(docs, near_status_marks(found)), info
 
 
-def apply_near_marks(rows: DataFrame, marks: DataFrame) -> DataFrame:
-    """`rows` (with status, reason, detail, duplicate_of) left-joined with near marks: removed members
-    become rejected near_duplicate rows; every member gets minhash_cluster."""
-    m = marks.select("id", F.col("minhash_cluster").alias("_cluster"), F.col("duplicate_of").alias("_survivor"))
-    dup = F.col("_survivor").isNotNull()
-    return (rows.join(m, "id", "left")
-                .withColumn("status", F.when(dup, F.lit(REJECTED)).otherwise(F.col("status")))
-                .withColumn("reason", F.when(dup, F.lit(REASON)).otherwise(F.col("reason")))
-                .withColumn("detail", F.when(dup, F.concat(F.lit("near duplicate of "), F.col("_survivor"),
-                                                           F.lit(" in cluster "), F.col("_cluster")))
-                                       .otherwise(F.col("detail")))
-                .withColumn("duplicate_of", F.when(dup, F.col("_survivor")).otherwise(F.col("duplicate_of")))
-                .withColumnRenamed("_cluster", "minhash_cluster")
-                .select(*rows.columns, "minhash_cluster"))
+def near_status_marks(near: DataFrame) -> DataFrame:
+    """Near marks (id, minhash_cluster, duplicate_of) as a marks table (`marks.py`)."""
+    dup = F.col("duplicate_of")
+    return marks(near, F.when(dup.isNotNull(), F.lit(REASON)),
+                 F.when(dup.isNotNull(), F.concat(F.lit("near duplicate of "), dup, F.lit(" in cluster "),
+                                                  F.col("minhash_cluster"))),
+                 dup, F.col("minhash_cluster"))
