@@ -154,26 +154,29 @@ class StaticEmbedder:
         self.max_chars = max_chars
         self.batch_size = batch_size
         self._model = None
+        self._center = None
         self._lock = threading.Lock()
 
     def load(self):
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    from pipeline.dedup.static_model import ensure_static_model, load_static_model
+                    from pipeline.dedup.static_model import ensure_static_model, load_center, load_static_model
 
-                    self._model = load_static_model(self.model_path or ensure_static_model())
+                    path = self.model_path or ensure_static_model()
+                    self._center = load_center(path)
+                    self._model = load_static_model(path)
         return self._model
 
     def embed(self, texts: Sequence[str | None]) -> np.ndarray:
-        """(n, width) float32 (256 for the default model), every row of unit length (a text without
-        known tokens gets a zero vector)."""
+        """(n, width) float32 (256 for the default model), every row of unit length: the text's
+        mean token vector less the reference centre, normalised."""
         model = self.load()
         if len(texts) == 0:
             return np.zeros((0, model.dim), dtype=np.float32)
         cut = [(t or "")[: self.max_chars] for t in texts]
-        vecs = np.asarray(model.encode(cut, batch_size=self.batch_size, use_multiprocessing=False),
-                          dtype=np.float32)
+        raw = model.encode(cut, batch_size=self.batch_size, normalize=False, use_multiprocessing=False)
+        vecs = np.asarray(raw, dtype=np.float32) - self._center  # see static_model.py: the common direction
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
         return vecs / np.maximum(norms, 1e-12)
 

