@@ -26,7 +26,7 @@ QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
 QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
   examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
 
-.PHONY: setup demo test test-fast clean-dedup bench bench-e2e clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
+.PHONY: setup demo test test-fast clean-dedup bench bench-e2e bench-peers bench-dedup clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
 setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN)
 
@@ -151,6 +151,23 @@ bench: setup $(PY_FILES)
 # 21k-record WARC through the extract stage (README, "Benchmark"; about 25 minutes on 2 quiet cores).
 bench-e2e: setup $(PY_FILES)
 	$(PY) bench/clean_dedup_e2e.py
+
+# Dedup at 10^4, 3 x 10^4 and 10^5 planted documents against DataTrove's MinHash on the same corpus
+# (about half an hour on 2 cores; SIZES=10000 for a quick look): build/bench/dedup_scale.json.
+SIZES ?= 10000,30000,100000
+bench-dedup: setup bench-peers
+	$(SPARK_ENV) $(PY) bench/dedup_scale.py --sizes $(SIZES)
+
+# Peers the benches compare against (bench/peers-requirements.txt: DataTrove), in a venv of their own so
+# that they never touch the pinned runtime in .venv; bench/dedup_scale.py finds it and runs DataTrove's
+# MinHash on the same corpus.
+PEERS_VENV := build/bench-peers
+bench-peers: $(PEERS_VENV)/.done
+$(PEERS_VENV)/.done: bench/peers-requirements.txt
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/pip install --quiet --upgrade pip
+	$(PEERS_VENV)/bin/pip install --quiet -r bench/peers-requirements.txt
+	touch $@
 
 clean:
 	rm -rf data build spark-warehouse

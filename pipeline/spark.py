@@ -22,6 +22,9 @@ DEFAULT_CONF = {
     # Small Arrow batches keep a Python worker's memory flat when documents are large.
     "spark.sql.execution.arrow.maxRecordsPerBatch": "512",
     "spark.sql.adaptive.enabled": "true",
+    # Let adaptive execution coalesce the partitions of cached results too: a small cached table
+    # (dedup marks, candidate edges) is otherwise read back as spark.sql.shuffle.partitions tasks.
+    "spark.sql.optimizer.canChangeCachedPlanOutputPartitioning": "true",
     "spark.ui.showConsoleProgress": "false",
     "spark.python.worker.faulthandler.enabled": "true",
     "spark.sql.debug.maxToStringFields": "500",  # wide signal schemas are not worth a warning

