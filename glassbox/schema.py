@@ -3,9 +3,10 @@
 Both halves describe their settings as dataclasses whose fields say their type in the annotation and their
 range with ``setting(...)``; ``build`` fills such a dataclass (nested ones included) from a parsed mapping,
 refusing unknown keys, wrong types, values out of range and anything not finite, before any heavy import or
-any Spark or DeepSpeed work. Numbers read alike everywhere: ``3e-4`` is a float whether PyYAML saw it as a
-float or (YAML 1.1 wants a dot in the mantissa) as a string, an integer where a float is expected is that
-float, and a boolean is never a number. Standard library and PyYAML only.
+any Spark or DeepSpeed work. Numbers read alike everywhere: the YAML loader here reads ``3e-4`` as a float
+(PyYAML's YAML 1.1 rules want a dot in the mantissa and would give the string "3e-4"), an integer where a
+float is expected is that float, a quoted "10" is a string, and a boolean is never a number. Standard
+library and PyYAML only.
 """
 from __future__ import annotations
 
@@ -92,11 +93,6 @@ def _number(key: str, value: Any, expected: type) -> Any:
     if isinstance(value, bool):
         raise ConfigError(f"{key}: expected {_NAMES[expected]}, got the boolean {value!r}")
     if expected is float:
-        if isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise ConfigError(f"{key}: expected a number, got the string {value!r}") from None
         if not isinstance(value, (int, float)):
             raise ConfigError(f"{key}: expected a number, got {type(value).__name__} {value!r}")
         if not math.isfinite(value):
@@ -129,7 +125,7 @@ def coerce(key: str, value: Any, tp, meta: dict | None = None) -> Any:
             return None
         raise ConfigError(f"{key}: must be set (null is not allowed here)")
     if dataclasses.is_dataclass(tp):
-        return build(tp, value, key)
+        return validate(value, key) if isinstance(value, tp) else build(tp, value, key)
     origin = typing.get_origin(tp) or tp
     if origin in (int, float):
         value = _number(key, value, origin)
@@ -176,7 +172,23 @@ def build(cls, raw: Any, section: str = ""):
     if unknown:
         raise ConfigError(unknown_key(name(unknown[0]), unknown[0], list(fields)))
     hints = typing.get_type_hints(cls)
-    return cls(**{k: coerce(name(k), v, hints[k], dict(fields[k].metadata)) for k, v in raw.items()})
+    return _cross_check(cls(**{k: coerce(name(k), v, hints[k], dict(fields[k].metadata)) for k, v in raw.items()}),
+                        section)
+
+
+def _cross_check(obj, section: str):
+    """A dataclass may have a ``check()`` for rules between its fields, returning "key: problem" or None."""
+    problem = obj.check() if hasattr(obj, "check") else None
+    if problem:
+        raise ConfigError(f"{section}.{problem}" if section else problem)
+    return obj
+
+
+def validate(obj, section: str = ""):
+    """Check a config dataclass built in code (tests, benches) as ``build`` checks one read from a file."""
+    for name, tp, meta in settings(type(obj)):
+        setattr(obj, name, coerce(f"{section}.{name}" if section else name, getattr(obj, name), tp, meta))
+    return _cross_check(obj, section)
 
 
 def settings(cls) -> list[tuple[str, Any, dict]]:

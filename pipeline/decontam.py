@@ -20,40 +20,17 @@ import gzip
 import hashlib
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 from pipeline.dedup.exact import exact_key_text
+from pipeline.settings import Benchmark, DecontamConfig
 
 REASON = "contamination"
 
 
 class BenchmarkError(ValueError):
     """A benchmark file that cannot serve as one (no item has the configured fields)."""
-
-
-@dataclass
-class Benchmark:
-    name: str
-    paths: list[str]                 # as written in the config
-    files: list[str]                 # what they matched, sorted, absolute
-    fields: list[str] = field(default_factory=lambda: ["text"])
-    id_field: str | None = None      # None: items are named by line number
-
-
-@dataclass
-class DecontamConfig:
-    benchmarks: list[Benchmark] = field(default_factory=list)
-    ngram: int = 13
-    remove: bool = True              # false: report (column `contamination`, stats) but keep
-    min_words: int = 8               # shorter field texts are skipped, not matched whole
-
-    def validate(self) -> "DecontamConfig":
-        if self.ngram < 1:
-            raise ValueError(f"ngram: must be a positive integer, got {self.ngram}")
-        if self.min_words < 1:
-            raise ValueError(f"min_words: must be a positive integer, got {self.min_words}")
-        return self
 
 
 def words(text: str) -> list[str]:

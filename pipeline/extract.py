@@ -8,12 +8,12 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from dataclasses import dataclass
 from typing import Iterator
 
 from pipeline.charset import decode_html, looks_binary
 from pipeline.ids import doc_id
 from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.settings import ExtractConfig
 from pipeline.storage import basename, open_input
 from pipeline.warc import Record, Unreadable, iter_records
 
@@ -26,22 +26,6 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _SNIFF_TYPES = frozenset({"", "application/octet-stream", "unk", "unknown", "binary/octet-stream",
                           "application/unknown", "text/plain"})
 _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body")
-
-
-@dataclass(frozen=True)
-class ExtractConfig:
-    timeout_s: float = 10.0
-    max_payload_bytes: int = 5_000_000
-    min_text_chars: int = 1
-    # favor_precision: on the AEB pages it costs ~0.002 token F1 against the default but keeps
-    # fewer boilerplate lines, which matters more for a pretraining corpus.
-    favor_precision: bool = True
-    include_tables: bool = True
-    include_comments: bool = False
-    deduplicate: bool = False  # measured: no F1 change on AEB, and it is per-process state
-    # Gzipped WARC/WET files bigger than this are read as several work units (byte ranges cut at
-    # record boundaries), so one big file uses every core and a crash loses at most one range.
-    split_bytes: int = 32 << 20
 
 
 class ExtractionTimeout(Exception):

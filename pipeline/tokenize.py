@@ -22,63 +22,16 @@ import threading
 import time
 from collections import deque
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from glassbox.contracts import BOS_ID, EOS_ID, PAD_ID, UNK_ID, sha256_bytes, sha256_file
+from pipeline.settings import TokenizeConfig
 
-MODEL_TYPES = ("bpe", "unigram")
 MAX_SENTENCE_CHARS = 4096   # longer lines are cut at a space; sentencepiece skips sentences over its limit
 
 
 class TokenizerError(RuntimeError):
     """Training failed or a given model cannot serve (no end-of-document piece)."""
-
-
-@dataclass
-class TokenizeConfig:
-    vocab_size: int = 32000
-    model_type: str = "bpe"
-    byte_fallback: bool = True
-    character_coverage: float = 0.9995
-    split_digits: bool = True
-    eod_token: str = "<eod>"
-    special_tokens: list[str] = field(default_factory=lambda: ["<eod>"])  # never split
-    sample_docs: int = 200_000           # tokenizer-training sample, spread across sources
-    sample_chars: int = 100_000_000
-    tokenizer: str = ""                  # an existing sentencepiece model to reuse; "" trains one
-    shards_per_source: int = 4
-    seed: int = 42
-    threads: int = 4                     # recorded in the model: fixed, so reruns match
-
-    def validate(self) -> "TokenizeConfig":
-        def bad(key: str, why: str):
-            raise ValueError(f"{key}: {why}")
-
-        for key in ("vocab_size", "sample_docs", "sample_chars", "shards_per_source", "threads"):
-            if getattr(self, key) < 1:
-                bad(key, f"must be a positive integer, got {getattr(self, key)}")
-        if self.model_type not in MODEL_TYPES:
-            bad("model_type", f"must be one of {'|'.join(MODEL_TYPES)}, got {self.model_type!r}")
-        if not 0 < self.character_coverage <= 1:
-            bad("character_coverage", f"must be in (0, 1], got {self.character_coverage}")
-        for key, tok in [("eod_token", self.eod_token)] + [("special_tokens", t) for t in self.special_tokens]:
-            if not isinstance(tok, str) or not tok or any(c.isspace() for c in tok):
-                bad(key, f"a token must be a non-empty string without whitespace, got {tok!r}")
-        if len(set(self.special_tokens)) != len(self.special_tokens):
-            bad("special_tokens", f"listed twice: {self.special_tokens}")
-        reserved = {"<unk>", "<s>", "<pad>"} & ({self.eod_token} | set(self.special_tokens))
-        if reserved:
-            bad("special_tokens", f"{sorted(reserved)} are sentencepiece's own pieces; choose other names")
-        floor = len(self.user_symbols()) + 4 + (256 if self.byte_fallback else 0)
-        if self.vocab_size <= floor:
-            bad("vocab_size", f"must exceed {floor} (4 control pieces, the special tokens"
-                              f"{', 256 byte pieces' if self.byte_fallback else ''}), got {self.vocab_size}")
-        return self
-
-    def user_symbols(self) -> list[str]:
-        """Special tokens besides the end-of-document one, which is the eos piece already."""
-        return [t for t in self.special_tokens if t != self.eod_token]
 
 
 def trainer_args(cfg: TokenizeConfig) -> dict:

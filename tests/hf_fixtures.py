@@ -23,9 +23,11 @@ def train_sp_model(path: Path, vocab_size: int = 800, model_type: str = "bpe", n
     """A sentencepiece model trained like the project's tokenizer job trains one, written to ``path``."""
     import sentencepiece as spm
 
-    from pipeline.tokenize import TokenizeConfig, trainer_args
+    from glassbox.schema import validate
+    from pipeline.settings import TokenizeConfig
+    from pipeline.tokenize import trainer_args
 
-    cfg = TokenizeConfig(vocab_size=vocab_size, model_type=model_type, threads=1).validate()
+    cfg = validate(TokenizeConfig(vocab_size=vocab_size, model_type=model_type, threads=1))
     buf = io.BytesIO()
     spm.SentencePieceTrainer.train(sentence_iterator=iter(text_lines(n_lines)), model_writer=buf,
                                    minloglevel=2, **trainer_args(cfg))

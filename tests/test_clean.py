@@ -3,8 +3,9 @@ import re
 import pytest
 
 from conftest import SHARED_DATA, SHARED_SKIP
-from pipeline.clean import (DEFAULT_RULES, CleanConfig, apply_rules, clean_batch, clean_document,
-                            validate_rules)
+from glassbox.schema import ConfigError, build, validate
+from pipeline.clean import apply_rules, clean_batch, clean_document
+from pipeline.settings import DEFAULT_RULES, CleanConfig, rules_problem
 from pipeline.heuristics import SIGNAL_NAMES, compute_signals
 from pipeline.langid import default_model_path, get_identifier
 
@@ -34,8 +35,8 @@ def _wiki_prose(n_paras=3) -> str:
 
 
 def test_default_rules_are_valid():
-    validate_rules(DEFAULT_RULES)
-    CleanConfig().validate()
+    assert rules_problem(DEFAULT_RULES) is None
+    validate(CleanConfig(), "clean")
     assert {r["signal"] for r in DEFAULT_RULES} <= set(SIGNAL_NAMES)
     assert "c4_has_curly_bracket" not in {r["signal"] for r in DEFAULT_RULES}  # would drop all code
 
@@ -48,23 +49,25 @@ def test_default_rules_are_valid():
     ({"signal": "n_chars", "op": "<", "value": float("nan"), "reason": "x"}, "finite number"),
     ({"signal": "n_chars", "op": "<", "value": 1}, "missing keys \\['reason'\\]"),
     ({"signal": "n_chars", "op": "<", "value": 1, "reason": ""}, "reason must be"),
-    ("n_chars < 5", "must be a dict"),
+    ("n_chars < 5", "must be a mapping"),
 ])
-def test_validate_rules_names_the_bad_entry(bad, msg):
-    with pytest.raises(ValueError, match=msg) as e:
-        validate_rules([dict(DEFAULT_RULES[0]), bad])
-    assert "rules[1]" in str(e.value)
+def test_bad_rule_is_named_with_its_index(bad, msg):
+    problem = rules_problem([dict(DEFAULT_RULES[0]), bad])
+    assert re.search(msg, problem) and problem.startswith("rules[1]"), problem
+    with pytest.raises(ConfigError, match=r"^clean\.rules(: rules)?\[1\]"):
+        build(CleanConfig, {"rules": [dict(DEFAULT_RULES[0]), bad]}, "clean")
 
 
 def test_config_from_dict():
-    cfg = CleanConfig.from_dict({"languages": ["en", "de"], "min_lang_score": 0.5})
+    cfg = build(CleanConfig, {"languages": ["en", "de"], "min_lang_score": 0.5}, "clean")
     assert cfg.languages == ["en", "de"] and cfg.rules == DEFAULT_RULES
-    with pytest.raises(ValueError, match="min_lang_scor"):
-        CleanConfig.from_dict({"min_lang_scor": 0.5})
-    with pytest.raises(ValueError, match="min_lang_score"):
-        CleanConfig.from_dict({"min_lang_score": 2})
-    with pytest.raises(ValueError, match="languages"):
-        CleanConfig.from_dict({"languages": "en"})
+    with pytest.raises(ConfigError, match="clean.min_lang_scor: unknown key .did you mean min_lang_score"):
+        build(CleanConfig, {"min_lang_scor": 0.5}, "clean")
+    for bad in (2.0, -0.5, float("nan")):       # a run with such a score would keep nothing, or everything
+        with pytest.raises(ConfigError, match="clean.min_lang_score: must"):
+            build(CleanConfig, {"min_lang_score": bad}, "clean")
+    with pytest.raises(ConfigError, match="clean.languages: expected a list"):
+        build(CleanConfig, {"languages": "en"}, "clean")
     cfg.rules.append({"signal": "n_chars", "op": "<", "value": 1, "reason": "x"})
     assert len(CleanConfig().rules) == len(DEFAULT_RULES)  # defaults are never shared/mutated
 

@@ -62,7 +62,7 @@ def test_bad_config_names_the_key(tmp_path, raw, key):
     (tmp_path / "a.warc.gz").write_bytes(b"")
     with pytest.raises(ConfigError) as err:
         parse_config(raw, base=tmp_path)
-    assert str(err.value).startswith(key + ":") or f" {key}:" in str(err.value), str(err.value)
+    assert str(err.value).startswith((key + ":", key + "[")) or f" {key}:" in str(err.value), str(err.value)
 
 
 def test_json_config_and_bad_yaml(tmp_path):

@@ -7,6 +7,7 @@ import shutil
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from warcio.statusandheaders import StatusAndHeaders

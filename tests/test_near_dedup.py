@@ -10,7 +10,9 @@ import pytest
 from bench.near_dedup import planted_corpus, score, truth_pairs
 from pipeline.dedup.exact import key_words
 from pipeline.dedup.minhash import band_keys, containment, jaccard, minhash_signatures, shingle_hashes, shingles
-from pipeline.dedup.near import NearDedupConfig, mark_near_duplicates
+from glassbox.schema import ConfigError, validate
+from pipeline.dedup.near import mark_near_duplicates
+from pipeline.settings import NearDedupConfig
 from tests.conftest import shared
 
 pytestmark = pytest.mark.spark
@@ -79,19 +81,12 @@ def test_hashed_shingles_match_the_reference_and_minhash_estimates_jaccard():
 
 
 def test_config_validation():
-    NearDedupConfig().validate()
-    with pytest.raises(ValueError, match="num_perm"):
-        NearDedupConfig(bands=10, rows=8).validate()
-    with pytest.raises(ValueError, match="scope"):
-        NearDedupConfig(scope="global").validate()
-    with pytest.raises(ValueError, match="threshold"):
-        NearDedupConfig(threshold=1.5).validate()
-    with pytest.raises(ValueError, match="max_bucket"):
-        NearDedupConfig(max_bucket=0).validate()
-    with pytest.raises(ValueError, match="measure"):
-        NearDedupConfig(measure="cosine").validate()
-    with pytest.raises(ValueError, match="verify"):
-        NearDedupConfig(measure="containment", verify=False).validate()
+    validate(NearDedupConfig(), "dedup.near")
+    for bad, key in [(dict(bands=10, rows=8), "num_perm"), (dict(scope="global"), "scope"),
+                     (dict(threshold=1.5), "threshold"), (dict(max_bucket=0), "max_bucket"),
+                     (dict(measure="cosine"), "measure"), (dict(measure="containment", verify=False), "verify")]:
+        with pytest.raises(ConfigError, match=rf"^dedup\.near\.{key}: "):
+            validate(NearDedupConfig(**bad), "dedup.near")
 
 
 # -- planted near-duplicates with exact ground truth --------------------------------------------------

@@ -8,7 +8,9 @@ import socket
 import numpy as np
 import pytest
 
-from pipeline.dedup.semantic import SemanticDedupConfig, greedy_keep
+from glassbox.schema import validate
+from pipeline.dedup.semantic import greedy_keep
+from pipeline.settings import SemanticDedupConfig
 
 from conftest import REPO
 
@@ -46,7 +48,7 @@ def _id(text: str) -> str:
 # ---- config -----------------------------------------------------------------------------------
 
 def test_defaults_are_off_and_valid():
-    cfg = SemanticDedupConfig().validate()
+    cfg = validate(SemanticDedupConfig())
     assert cfg.enabled is False and cfg.scope == "all" and cfg.model == "static"
 
 
@@ -57,7 +59,7 @@ def test_defaults_are_off_and_valid():
 ])
 def test_invalid_config_names_the_field(field, value):
     with pytest.raises(ValueError, match=rf"^{field}: "):
-        SemanticDedupConfig(**{field: value}).validate()
+        validate(SemanticDedupConfig(**{field: value}))
 
 
 # ---- record level -----------------------------------------------------------------------------

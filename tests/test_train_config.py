@@ -43,9 +43,16 @@ def test_mistakes_name_the_key_and_the_fix(raw, key, fix):
     assert key in str(e.value) and fix in str(e.value)
 
 
-def test_defaults_overrides_and_yaml_exponents():
-    cfg = parse_config({"optimizer": {"lr": "3e-4"}}, overrides=["parallel.dp=2", "train.global_batch_size=32"])
-    assert cfg.optimizer.lr == 3e-4 and cfg.parallel.dp == 2 and cfg.world_size == 2 and cfg.grad_accum == 2
+def test_defaults_overrides_and_yaml_exponents(tmp_path):
+    # PyYAML alone reads 3e-4 (no dot in the mantissa) as a string; the configs' loader reads it as a number,
+    # in files and in --set alike (the pipeline's test_yaml_numbers_read_alike checks its side).
+    (tmp_path / "c.yaml").write_text("optimizer: {lr: 3e-4, min_lr: 1e-5}\n")
+    cfg = load_config(tmp_path / "c.yaml", overrides=["parallel.dp=2", "train.global_batch_size=32",
+                                                      "optimizer.eps=1e-6"])
+    assert cfg.optimizer.lr == 3e-4 and cfg.optimizer.min_lr == 1e-5 and cfg.optimizer.eps == 1e-6
+    assert cfg.parallel.dp == 2 and cfg.world_size == 2 and cfg.grad_accum == 2
+    with pytest.raises(ConfigError, match="optimizer.lr: expected a number, got str"):
+        parse_config({"optimizer": {"lr": "fast"}})
     with pytest.raises(ConfigError, match="section.key=value"):
         parse_config({}, overrides=["dp=2"])
 

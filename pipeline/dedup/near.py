@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -34,57 +33,15 @@ from pipeline.dedup.fingerprint import SPARK_COLUMNS, fingerprint_partition, has
 from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
 from pipeline.schema import KEPT
+from glassbox.schema import validate
+from pipeline.settings import NearDedupConfig
 
 log = logging.getLogger(__name__)
 REASON = "near_duplicate"
-SCOPES = ("source", "all")
 FP_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what `fingerprint_rows` adds
 # Buckets up to this size propose every pair of their members, bigger ones a star to their smallest
 # id: all pairs let a document be checked against the very document it will be removed for.
 PAIRS_BUCKET = 20
-
-
-@dataclass
-class NearDedupConfig:
-    enabled: bool = True
-    ngram: int = 5
-    num_perm: int = 112
-    bands: int = 14
-    rows: int = 8
-    threshold: float = 0.8
-    # jaccard: the two texts are nearly the same; containment: the smaller one is (mostly) inside
-    # the larger, e.g. a pasted excerpt. Containment pairs have low Jaccard, so LSH needs looser
-    # bands (e.g. 56 x 2) to propose them.
-    measure: str = "jaccard"
-    verify: bool = True
-    max_bucket: int = 1000
-    scope: str = "source"
-    seed: int = 42
-
-    def validate(self) -> "NearDedupConfig":
-        def bad(field: str, why: str):
-            raise ValueError(f"dedup.near.{field}: {why}")
-
-        for field in ("ngram", "num_perm", "bands", "rows", "max_bucket"):
-            value = getattr(self, field)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                bad(field, f"must be a positive integer, got {value!r}")
-        if self.bands * self.rows != self.num_perm:
-            bad("num_perm", f"bands * rows must equal num_perm ({self.bands} * {self.rows} = "
-                            f"{self.bands * self.rows}, num_perm = {self.num_perm}): change bands, rows or num_perm")
-        if not isinstance(self.threshold, (int, float)) or not 0.0 < self.threshold <= 1.0:
-            bad("threshold", f"must be in (0, 1], got {self.threshold!r}")
-        if self.max_bucket < 2:
-            bad("max_bucket", f"must be >= 2, got {self.max_bucket}")
-        if self.measure not in MEASURES:
-            bad("measure", f"must be one of {'|'.join(MEASURES)}, got {self.measure!r}")
-        if self.measure != "jaccard" and not self.verify:
-            bad("verify", f"measure {self.measure} needs verify: true (LSH alone estimates Jaccard only)")
-        if self.scope not in SCOPES:
-            bad("scope", f"must be one of {'|'.join(SCOPES)}, got {self.scope!r}")
-        if not isinstance(self.seed, int):
-            bad("seed", f"must be an integer, got {self.seed!r}")
-        return self
 
 
 def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
@@ -244,7 +201,7 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
     `docs` needs id (unique, content-derived), source and text; quality_ft is used when present.
     Rows that arrive already rejected (a `status` column other than kept, e.g. exact duplicates)
     keep their status and take no part. Returns (rows, info) where info holds only counts."""
-    cfg.validate()
+    validate(cfg, "dedup.near")
     if not cfg.enabled:
         return apply_marks(docs, None), {"candidate_pairs": 0, "verified_pairs": 0, "components": 0,
                                          "capped_buckets": 0, "removed": 0, "cc_iterations": 0}

@@ -25,58 +25,19 @@ import math
 import os
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from glassbox.schema import validate
+from pipeline.settings import SemanticDedupConfig
+
 DIM = 384                      # all-MiniLM-L6-v2's embedding width
 REASON = "semantic_duplicate"
-SCOPES = ("all", "source")     # compare across all sources, or only within one source
-MODELS = ("static", "minilm")
 # Embedding tasks: a fixed layout derived from n, so reruns match; a task of the static model embeds
 # 4096 texts in seconds, one of MiniLM 128 texts in about as long.
 ROWS_PER_PARTITION = {"static": 4096, "minilm": 128}
 MAX_PARTITIONS = 4096
-
-
-@dataclass
-class SemanticDedupConfig:
-    enabled: bool = False
-    eps: float = 0.05              # remove when cosine similarity to a kept document > 1 - eps
-    docs_per_cluster: int = 100    # k-means k = max(1, ceil(n / docs_per_cluster))
-    max_iter: int = 20             # k-means iterations
-    batch_size: int = 32           # texts per forward pass of the encoder
-    max_chars: int = 2000          # texts are cut here before tokenizing (the model reads 256 tokens)
-    scope: str = "all"             # "all" or "source" (duplicates only within one source)
-    seed: int = 42                 # k-means seed
-    model: str = "static"          # "static" (distilled from MiniLM, fast) or "minilm" (the transformer)
-    static_dir: str = ""           # where the static model is cached ("" = ~/.cache/glassbox)
-
-    def validate(self) -> "SemanticDedupConfig":
-        """Raise ValueError naming the field (``eps: must be in (0, 1), got 2``)."""
-        def bad(name: str, why: str):
-            raise ValueError(f"{name}: {why}")
-
-        if not isinstance(self.enabled, bool):
-            bad("enabled", f"must be true or false, got {self.enabled!r}")
-        if (not isinstance(self.eps, (int, float)) or isinstance(self.eps, bool)
-                or not 0.0 < self.eps < 1.0):
-            bad("eps", f"must be a number in (0, 1) (documents with cosine similarity above 1 - eps "
-                       f"are removed), got {self.eps!r}")
-        for name in ("docs_per_cluster", "max_iter", "batch_size", "max_chars"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                bad(name, f"must be a positive integer, got {value!r}")
-        if self.scope not in SCOPES:
-            bad("scope", f"must be one of {'|'.join(SCOPES)}, got {self.scope!r}")
-        if not isinstance(self.seed, int) or isinstance(self.seed, bool):
-            bad("seed", f"must be an integer, got {self.seed!r}")
-        if self.model not in MODELS:
-            bad("model", f"must be one of {'|'.join(MODELS)}, got {self.model!r}")
-        if not isinstance(self.static_dir, str):
-            bad("static_dir", f"must be a folder path (or empty for the default cache), got {self.static_dir!r}")
-        return self
 
 
 # --------------------------------------------------------------------------------------------
@@ -309,7 +270,7 @@ def mark_semantic_duplicates(spark, docs, cfg: SemanticDedupConfig, model_path: 
 
     from pipeline.schema import KEPT, REJECTED
 
-    cfg.validate()
+    validate(cfg, "dedup.semantic")
     if cfg.scope == "source" and "source" not in docs.columns:
         raise ValueError("scope: 'source' needs a `source` column in the documents; use scope: all")
     n = docs.count()
