@@ -97,7 +97,7 @@ mix: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) $(EVENT_LOG) \
-	  jobs/mix.py --mix $(MIX) --data $(DATA) $(if $(REWEIGHT_FROM),--reweight-from $(REWEIGHT_FROM) \
+	  jobs/mix.py --mix $(MIX) --data $(DATA) --config $(CONFIG) $(if $(REWEIGHT_FROM),--reweight-from $(REWEIGHT_FROM) \
 	  $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(STEP),--step $(STEP)))
 
 # A standalone master and two workers on 127.0.0.1 (ports from SPARK_CLUSTER_PORT, default 7077),

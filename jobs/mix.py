@@ -20,6 +20,8 @@ import json
 import os
 import sys
 
+from glassbox.schema import ConfigError
+from pipeline.config import load_spark_settings
 from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources, dumps_manifest, format_table, load_mix
 from pipeline.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
 from pipeline.spark import get_spark
@@ -92,6 +94,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mix", required=True, help="mixes/<name>.yaml or .json")
     ap.add_argument("--data", required=True, help="a corpus folder with tokenized/ (from the tokenize job)")
+    ap.add_argument("--config", default=None,
+                    help="the corpus's pipeline config: its spark: settings apply to this job too")
     ap.add_argument("--reweight-from", default=None, metavar="RUN",
                     help="a run trained on this mix: the next manifest version from its per-source validation")
     ap.add_argument("--reference", default=None, metavar="RUN",
@@ -104,6 +108,7 @@ def main(argv=None) -> int:
     try:  # every mistake the files can show is found before Spark starts
         if (args.reference or args.step is not None) and not args.reweight_from:
             raise MixError("--reference and --step go with --reweight-from (REWEIGHT_FROM=runs/<run>)")
+        spark_conf = load_spark_settings(args.config) if args.config else {}
         mix = load_mix(args.mix)
         counts = load_counts(data)
         check_sources(mix, list(counts["sources"]), os.path.join(data, "tokenized"))
@@ -111,10 +116,10 @@ def main(argv=None) -> int:
             evidence = read_evidence(args.reweight_from, args.step)
             reference = read_evidence(args.reference, None, "REFERENCE") if args.reference else None
             check_evidence(mix.name, list(mix.weights), counts["tokenizer"]["sha256"], evidence, reference)
-    except MixError as e:
+    except ConfigError as e:                   # MixError is one
         print(f"mix error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark(f"glassbox-mix-{mix.name}")
+    spark = get_spark(f"glassbox-mix-{mix.name}", spark_conf)
     try:
         if evidence is None:
             manifest, path = run(spark, mix, data, counts)

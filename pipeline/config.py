@@ -231,6 +231,15 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
     )
 
 
+def load_spark_settings(path: str | os.PathLike) -> dict[str, str]:
+    """Only the ``spark:`` section of a pipeline config (jobs that read no sources, e.g. the mix)."""
+    raw = load_file(path)
+    try:
+        return _build_spark(raw.get("spark") if isinstance(raw, dict) else None)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
+
+
 def load_config(path: str | os.PathLike, base: Path | None = None) -> PipelineConfig:
     raw = load_file(path)
     try:

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from glassbox.contracts import manifest_content_hash
+from glassbox.schema import ConfigError, coerce, load_file
 
 DEFAULT_MAX_EPOCHS = 4.0
 DEFAULT_SEED = 0
@@ -44,7 +44,7 @@ _SUFFIX = {"K": 10 ** 3, "M": 10 ** 6, "B": 10 ** 9, "G": 10 ** 9, "T": 10 ** 12
 _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
-class MixError(ValueError):
+class MixError(ConfigError):
     """A mix or corpus mistake, naming the key and the fix."""
 
 
@@ -101,18 +101,13 @@ def parse_mix(raw: Any, name: str) -> MixConfig:
             raise MixError(f"dataset_mix.{src}: weight must be a number > 0, got {w!r} "
                            "(leave a source out of the mix to exclude it)")
         weights[src] = float(w)
-    seq = raw.get("max_seq_len")
-    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
-        raise MixError(f"max_seq_len: expected a positive integer (the trainer's context length), got {seq!r}")
-    seed = raw.get("seed", DEFAULT_SEED)
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise MixError(f"seed: expected an integer, got {seed!r}")
-    epochs = raw.get("max_epochs", DEFAULT_MAX_EPOCHS)
-    if epochs is None:
-        epochs = DEFAULT_MAX_EPOCHS
-    if isinstance(epochs, bool) or not isinstance(epochs, (int, float)) or not math.isfinite(epochs) or epochs <= 0:
-        raise MixError(f"max_epochs: expected a number > 0 (e.g. 4: a source's tokens repeat at most "
-                       f"4 times), got {epochs!r}")
+    try:                                  # the scalars on the shared checker, read as every config is
+        seq = coerce("max_seq_len", raw.get("max_seq_len"), int, {"ge": 1, "why": "the trainer's context length"})
+        seed = coerce("seed", raw.get("seed", DEFAULT_SEED), int, {"ge": 0})
+        epochs = coerce("max_epochs", DEFAULT_MAX_EPOCHS if raw.get("max_epochs") is None else raw["max_epochs"], float,
+                        {"gt": 0, "why": "e.g. 4: a source's tokens repeat at most 4 times"})
+    except ConfigError as e:
+        raise MixError(str(e)) from None
     from pipeline.reweight import parse_params          # (it imports this module)
 
     cfg = MixConfig(name=name, weights=weights, max_seq_len=seq, seed=seed,
@@ -132,10 +127,9 @@ def load_mix(path: str | os.PathLike) -> MixConfig:
     if not _NAME.match(p.stem):
         raise MixError(f"{path}: the file name is the mix name: letters, digits, '-' or '_'")
     try:
-        text = p.read_text(encoding="utf-8")
-        raw = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise MixError(f"{path}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from None
+        raw = load_file(p)
+    except ConfigError as e:
+        raise MixError(str(e)) from None
     try:
         return parse_mix(raw, p.stem)
     except MixError as e:
