@@ -68,15 +68,18 @@ def read_columns(folder: Path, columns: list[str]) -> pl.DataFrame | None:
 
 
 def load_all_stats(data: Path) -> dict[str, dict]:
+    """Each stage's stats/<stage>.json (the files with a `records_in`: stats/run.json is the command's timing)."""
     out = {}
     folder = data / "stats"
     if folder.is_dir():
         names = sorted(p.stem for p in folder.glob("*.json"))
         for name in [s for s in STAGES if s in names] + [n for n in names if n not in STAGES]:
             try:
-                out[name] = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+                stats = json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
             except (OSError, ValueError):
                 continue
+            if isinstance(stats, dict) and "records_in" in stats:
+                out[name] = stats
     return out
 
 
