@@ -328,6 +328,25 @@ def test_no_switch_before_a_trained_step(setup):
         timeline.apply_switch(record, root / "never", read_manifest(v2), 0, 0, G)
 
 
+def test_the_runs_own_manifest_changed_on_disk(setup, tmp_path):
+    """Without MANIFEST an existing run reads its recorded manifest path: changed content there is refused, not
+    taken for a switch the user never asked for; named, the same file is a switch."""
+    root, _, v1, v2 = setup
+    path = v1.with_name("moving.json")
+    shutil.copyfile(v1, path)
+    run = tmp_path / "r"
+    run.mkdir()
+    m = read_manifest(path)
+    (run / "run.json").write_text(json.dumps({"manifest": {"path": str(path), "content_hash": m.content_hash},
+                                              "timeline": [timeline.entry(m, 0, 1, 0, G)]}))
+    shutil.copyfile(v2, path)
+    assert timeline.current_manifest_path(run) == str(path)
+    with pytest.raises(timeline.TimelineError, match="changed since run .* trained on it"):
+        timeline.switch_from(run, read_manifest(path), 32, asked=False)
+    assert timeline.switch_from(run, read_manifest(path), 32)["content_hash"] == m.content_hash
+    path.unlink()
+
+
 # ------------------------------------------------------------------------------------------------ report
 
 PROBE = """<script>

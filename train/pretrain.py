@@ -198,7 +198,8 @@ def main(argv=None) -> int:
         if init_hf:
             hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
             init_weights = hf_import.Weights(args.init, plan["_mcfg"], init_hf)   # names and shapes checked
-        switch_from = timeline.switch_from(args.run, manifest, plan["seq_len"])   # another version for this RUN
+        # Another version for this RUN: the data switches at the newest checkpoint (train/data/timeline.py).
+        switch_from = timeline.switch_from(args.run, manifest, plan["seq_len"], asked=args.manifest is not None)
     except (ConfigError, ManifestError) as e:
         if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
             print(f"error: {e}", file=sys.stderr)

@@ -101,13 +101,19 @@ def current_manifest_path(run: str | Path) -> str | None:
     return (record.get("manifest") or {}).get("path") if record else None
 
 
-def switch_from(run: str | Path, manifest: Manifest, seq_len: int) -> dict | None:
+def switch_from(run: str | Path, manifest: Manifest, seq_len: int, asked: bool = True) -> dict | None:
     """Before any process group: the current segment when ``manifest`` is another one than the run trains on
-    now (a switch), else None. Raises TimelineError for a manifest the run cannot continue on."""
+    now (a switch), else None. Raises TimelineError for a manifest the run cannot continue on. ``asked``: the
+    manifest was named (else it is the run's own, read from its recorded path, and must not have changed)."""
     segs = read(run)
     if not segs or segs[-1]["content_hash"] == manifest.content_hash:
         return None
     cur = segs[-1]
+    if not asked:
+        raise TimelineError(
+            f"{manifest.path}: changed since run {run} trained on it (content_hash {cur['content_hash'][:12]}... "
+            f"then, {manifest.content_hash[:12]}... now); pass MANIFEST={manifest.path} to switch the run to the "
+            "new content, or restore the file")
     old_tok, new_tok = cur.get("tokenizer_sha256"), manifest.tokenizer["sha256"]
     if old_tok != new_tok:
         raise TimelineError(
