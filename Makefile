@@ -119,7 +119,7 @@ demo: setup
 	@echo "== 3/7 mix: the mixture manifest"
 	$(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
 	@echo "== 4/7 pretrain: the tiny model on that manifest (resumes if $(RUN) exists)"
-	$(MAKE) --no-print-directory pretrain MANIFEST=$(SAMPLE_MANIFEST) RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
+	$(MAKE) --no-print-directory pretrain RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
 	@echo "== 5/7 report: the curves and the diagnosis's reading of them"
 	$(MAKE) --no-print-directory report RUN=$(RUN)
 	@echo "== 6/7 re-weight: the mixture's next version from the run's per-source validation loss"
@@ -177,17 +177,19 @@ clean:
 #                 [INIT=<Hugging Face LlamaForCausalLM dir>]      (TRAIN_CONFIG= is the same as CONFIG=)
 # Defaults: the tiny config on the bundled sample's manifest, built first when missing. The process count
 # is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further), in the
-# config's layout even when the checkpoint was written in another (train/reshard.py). INIT starts a new run
-# from a Hugging Face model's weights (train/hf_import.py).
+# config's layout even when the checkpoint was written in another (train/reshard.py), on the manifest it trains
+# on unless MANIFEST names another version (then the data switches from the newest checkpoint on:
+# train/data/timeline.py). INIT starts a new run from a Hugging Face model's weights (train/hf_import.py).
 # Multi-node: HOSTFILE=<deepspeed hostfile> launches with the deepspeed launcher on every host in it.
 SAMPLE_MANIFEST := $(DATA)/manifests/sample.json
-MANIFEST ?= $(SAMPLE_MANIFEST)
 RUN ?= runs/sample
+# An existing RUN continues on its own current manifest; the sample's is the default for a new one.
+MANIFEST ?= $(if $(wildcard $(RUN)/run.json),,$(SAMPLE_MANIFEST))
 STEPS ?=
 HOSTFILE ?=
 INIT ?=
 TRAIN_CONFIG = $(if $(filter file default undefined,$(origin CONFIG)),train/configs/tiny.yaml,$(CONFIG))
-TRAIN_ARGS = --config $(TRAIN_CONFIG) --manifest $(MANIFEST) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS)) \
+TRAIN_ARGS = --config $(TRAIN_CONFIG) $(if $(MANIFEST),--manifest $(MANIFEST)) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS)) \
   $(if $(INIT),--init $(INIT))
 
 .PHONY: pretrain

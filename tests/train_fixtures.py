@@ -129,13 +129,13 @@ def make_dataset(root: Path, *, total_tokens: int = 60_000, max_seq_len: int = 3
 def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), steps=None, env=None, check=True,
            args=()):
     """`python -m train.pretrain` (one process) or torchrun with `nproc`, one thread each; the finished process.
-    ``args``: more trainer arguments (``["--init", DIR]``)."""
+    ``args``: more trainer arguments (``["--init", DIR]``); ``manifest`` None: the run's own (an existing run)."""
     if nproc == 1:
         cmd = [sys.executable, "-m", "train.pretrain"]
     else:
         cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
                f"--nproc_per_node={nproc}", "-m", "train.pretrain"]
-    cmd += ["--config", str(config), "--manifest", str(manifest), "--run-dir", str(run)]
+    cmd += ["--config", str(config)] + (["--manifest", str(manifest)] if manifest else []) + ["--run-dir", str(run)]
     for s in sets:
         cmd += ["--set", s]
     if steps:

@@ -8,8 +8,9 @@ optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` 
 larger), so a run stopped at k and continued to n trains the same as one run to n. Running again with the
 same ``--run`` resumes from the newest complete checkpoint: model, optimizer, and the data cursor (step x
 global batch samples consumed), in the config's layout even when another wrote the checkpoint
-(train/reshard.py). ``--init DIR`` starts a new run from a Hugging Face Llama's weights (train/hf_import.py),
-saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
+(train/reshard.py), on the run's current manifest when ``--manifest`` is left out; another manifest version
+(same tokenizer) continues from there on the new mixture (train/data/timeline.py). ``--init DIR`` starts a
+new run from a Hugging Face Llama's weights (train/hf_import.py), saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
 
 The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
 node's local rank 0) -> run record, data order and the validation leakage check (rank 0) -> model as a
@@ -38,6 +39,7 @@ from pathlib import Path
 
 from train.lifeline import die_with_parent
 from train.config import ConfigError, ffn_hidden, load_config
+from train.data import timeline
 from train.data.manifest import ManifestError, read_manifest
 from train.model import ModelConfig
 
@@ -45,7 +47,9 @@ from train.model import ModelConfig
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", required=True)
-    ap.add_argument("--manifest", required=True)
+    ap.add_argument("--manifest", default=None,
+                    help="the mixture manifest (default for an existing run: the one it trains on now; another "
+                         "version switches the run's data from its newest checkpoint on)")
     # --run-dir is the same option: under torchrun, `--run` is taken as an abbreviation of its --run-path.
     ap.add_argument("--run", "--run-dir", dest="run", required=True,
                     help="run directory (created, or resumed when it exists)")
@@ -184,13 +188,18 @@ def main(argv=None) -> int:
             cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
         else:
             cfg = load_config(args.config, args.set)
-        manifest = read_manifest(args.manifest)
+        manifest_path = args.manifest or timeline.current_manifest_path(args.run)
+        if manifest_path is None:
+            raise ConfigError(f"--manifest: required for a new run ({args.run} has no run.json); pass MANIFEST=...")
+        manifest = read_manifest(manifest_path)
         if init_hf:
             hf_import.check_vocabulary(args.init, init_hf, manifest)
         plan = resolve(cfg, manifest, args.steps)
         if init_hf:
             hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
             init_weights = hf_import.Weights(args.init, plan["_mcfg"], init_hf)   # names and shapes checked
+        # Another version for this RUN: the data switches at the newest checkpoint (train/data/timeline.py).
+        switch_from = timeline.switch_from(args.run, manifest, plan["seq_len"], asked=args.manifest is not None)
     except (ConfigError, ManifestError) as e:
         if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
             print(f"error: {e}", file=sys.stderr)
@@ -209,7 +218,6 @@ def main(argv=None) -> int:
 
     from train import checkpoint, reshard, run_record
     from train.data.loader import Loader
-    from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
     from train.metrics import MetricsLog, device_peak_flops
     from train.monitor.leakage import check_leakage
@@ -241,7 +249,6 @@ def main(argv=None) -> int:
     # 2. Run record and data order (rank 0), resume point (everyone).
     latest = checkpoint.latest_complete(run)
     start = latest[0] if latest else 0
-    record_dir = run / "data_order"
     # Rollbacks move the data cursor ahead of the step (the data shift, kept in every checkpoint): the index
     # holds room for the most rollbacks one invocation may do, each at most a checkpoint interval plus the
     # extra batches skipped. A rollback to the newest checkpoint by a run killed before its next save is
@@ -259,45 +266,43 @@ def main(argv=None) -> int:
     reserve = (t_cfg.spike_max_rollbacks * (cfg.checkpoint.every + t_cfg.spike_rollback_skip)
                if t_cfg.on_spike == "rollback" else 0)
     needed = (horizon + resume_shift + reserve) * G
+    if switch_from is not None and start >= stop:      # nothing to train: the data stays on the current version
+        if rank == 0:
+            print(f"{run}: already at step {start} (>= {stop}); nothing to do, so the data stays on "
+                  f"{timeline.describe(switch_from)}. Pass a larger --steps (STEPS=) to continue on {manifest.path}.")
+        dist.barrier()
+        _exit(0)
     if rank == 0:
         try:
             resolved = {k: v for k, v in plan.items() if not k.startswith("_")}
             run_record.prepare(run, args.config, resolved, manifest, {
                 "start_step": start, "stop_step": stop, "schedule_horizon": horizon, "world_size": world,
                 "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp},
-                **invocation_extra})
-            if (record_dir / "meta.json").is_file():
-                order = DataOrder.load(manifest, cache, record_dir)
-                if order.n_samples < needed:
-                    fresh = DataOrder(manifest, cache, seq_len, record_dir)
-                    fresh.hold_out(order.val_samples)
-                    if any(not np.array_equal(a.val_docs, b.val_docs) for a, b in zip(fresh.streams, order.streams)):
-                        raise RuntimeError(f"{record_dir}: the held-out validation documents rebuilt now differ "
-                                           "from the recorded ones; start a new RUN")
-                    fresh.build(needed)
-                    fresh.save()
-                    order = fresh
-            else:
-                order = DataOrder(manifest, cache, seq_len, record_dir)
-                if cfg.eval.every:
-                    order.hold_out(cfg.eval.samples_per_source)
-                order.build(needed)
-                order.save()
+                **invocation_extra}, switch_at=(start, start + resume_shift) if switch_from else None)
+            if switch_from is not None:
+                seg = timeline.read(run)[-1]
+                print(f"{run}: the data switches from {timeline.describe(switch_from)} to {timeline.describe(seg)} "
+                      f"after step {start} (data batch {start + resume_shift} on; segment {seg['segment']}, "
+                      f"{seg['data_order']}/)", flush=True)
+            order = timeline.open_order(run, manifest, cache, seq_len, needed,
+                                        cfg.eval.samples_per_source if cfg.eval.every else 0)
             for w in order.warnings:
                 print(f"warning: {w}", flush=True)
             if horizon > t_cfg.steps:
                 print(f"warning: --steps {stop} is past train.steps {t_cfg.steps}: the schedule's horizon "
                       f"becomes {horizon}", flush=True)
-            if cfg.eval.leakage != "off" and order.val_sources and not (run / "leakage.json").is_file():
+            leak_file = timeline.leakage_file(run)       # leakage.json, or the current segment's
+            if cfg.eval.leakage != "off" and order.val_sources and not leak_file.is_file():
                 leak = check_leakage(order)
                 leaked = leak["val_documents_in_train"]
                 if leaked and cfg.eval.leakage == "error":     # leakage.json is written once the check passes
-                    (run / "leakage.failed.json").write_text(json.dumps(leak, indent=1))
+                    leak_file.with_suffix(".failed.json").write_text(json.dumps(leak, indent=1))
                     raise RuntimeError(f"{leakage_line(leak).replace('leakage.json', 'leakage.failed.json')}. "
                                        "eval.leakage is error: rebuild the corpus without those duplicates (or "
                                        "set eval.leakage: warn)")
-                (run / "leakage.json").write_text(json.dumps(leak, indent=1))
-                print(("warning: " if leaked else "") + leakage_line(leak), flush=True)
+                leak_file.write_text(json.dumps(leak, indent=1))
+                print(("warning: " if leaked else "") + leakage_line(leak).replace(
+                    "leakage.json", str(leak_file.relative_to(run))), flush=True)
         except (RuntimeError, ValueError, OSError) as e:
             err = str(e)
     _exit_on_any(err)
@@ -306,7 +311,7 @@ def main(argv=None) -> int:
             print(f"{run}: already at step {start} (>= {stop}); nothing to do. Pass a larger --steps (STEPS=).")
         dist.barrier()
         _exit(0)
-    order = DataOrder.load(manifest, cache, record_dir)
+    order = timeline.load_order(run, manifest, cache)
 
     # 3. Model, engine, resume.
     engine, optimizer, topo, group = build_engine(cfg, mcfg)
@@ -335,16 +340,18 @@ def main(argv=None) -> int:
     _exit_on_any(err)
     if replayed:
         shift = replayed["data_shift"]
-    telemetry = BatchTelemetry(order, G)
+    telemetry = BatchTelemetry(order, G, timeline.sources(run))     # every source of the run's manifests so far
     # Sequences per source over the steps whose update was applied (kept in checkpoints: rollbacks restore it).
     def trained_at(state: dict, cursor: int) -> np.ndarray:
-        if "trained_per_source" in state:
-            return np.asarray(state["trained_per_source"], np.int64)
+        if "trained_per_source" in state:     # by name: a checkpoint from before a switch counts other sources
+            saved = dict(zip(state.get("trained_sources") or timeline.sources(run, 0), state["trained_per_source"]))
+            return np.array([saved.get(n, 0) for n in telemetry.names], np.int64)
         # A checkpoint from before telemetry: every sample up to its cursor.
-        return np.bincount(np.asarray(order.index_source[:cursor], np.int64), minlength=len(order.names))
+        return telemetry.counts(order.first_sample, cursor)
 
     trained = trained_at(state, (start + shift) * G)
-    since_log = np.zeros(len(order.names), np.int64)
+    since_log = np.zeros(len(telemetry.names), np.int64)
+    row_fields = timeline.row_fields(run)         # manifest_version on the rows of a later segment
     guard = None
     if t_cfg.on_spike != "off":
         detector = SpikeDetector.from_config(t_cfg)
@@ -400,7 +407,7 @@ def main(argv=None) -> int:
 
     def save_checkpoint(step: int) -> None:
         client = {"step": step, "samples_consumed": (step + shift) * G, "data_shift": shift,
-                  "trained_per_source": trained.tolist(),
+                  "trained_per_source": trained.tolist(), "trained_sources": telemetry.names,
                   "spike_history": guard.detector.state() if guard else None}
         checkpoint.save(engine, run, step, client, cfg.checkpoint.keep,
                         {"samples_consumed": (step + shift) * G, "data_shift": shift,
@@ -433,7 +440,7 @@ def main(argv=None) -> int:
         step += 1
         verdict = guard.finish() if guard else None
         spiked = verdict is not None and verdict.spike
-        extra = {"samples_consumed": (data_step + 1) * G}
+        extra = {"samples_consumed": (data_step + 1) * G, **row_fields}
         if engine.agg_additional_losses:
             extra.update({k: float(v) for k, v in engine.agg_additional_losses.items()})
         if verdict is not None:

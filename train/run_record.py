@@ -4,10 +4,12 @@
   config.yaml          the config file as given (first invocation)
   config.json          the resolved config: every default filled in, plus what came from the manifest
                        (vocab size, sequence length), the model shape and the batch layout
-  manifest.json        a copy of the manifest the run trains on
-  run.json             manifest path/content_hash/file sha256, code version, and one entry per invocation
-                       (time, argv, start step, stop step, layout, code version)
-  data_order/          the sample index and its permutations (train/data/sample_index.py)
+  manifest.json        a copy of the manifest the run trains on (now)
+  run.json             manifest path/content_hash/file sha256, the manifest timeline (which version fed which
+                       steps: train/data/timeline.py), code version, and one entry per invocation (time, argv,
+                       start step, stop step, layout, code version)
+  data_order/          the sample index and its permutations (train/data/sample_index.py); ``seg-<k>/`` for
+                       every later manifest version the run switched to
   checkpoints/         train/checkpoint.py
   metrics.jsonl        train/metrics.py (data telemetry: train/monitor/telemetry.py)
   leakage.json         held-out documents also in training (train/monitor/leakage.py)
@@ -18,7 +20,9 @@
 Running again with the same directory resumes; the resolved config must be the same in everything that
 changes what is trained (model, data, batch, optimizer, schedule), else the run refuses and says so. The
 parallel layout may change (``LAYOUT``: the checkpoint is resharded, train/reshard.py): config.json then takes
-the new layout and the invocation in run.json records ``layout_change`` (step, from, to).
+the new layout and the invocation in run.json records ``layout_change`` (step, from, to). So may the manifest
+(another version, same tokenizer: train/data/timeline.py): the timeline gets a segment and the invocation
+``manifest_switch`` (step, segment, from, to).
 """
 from __future__ import annotations
 
@@ -85,8 +89,12 @@ def _differences(old: dict, new: dict, skip: dict = MUTABLE) -> list[str]:
     return diffs
 
 
-def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: dict) -> dict:
-    """Create or check the run directory (rank 0 only). Returns run.json's content."""
+def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: dict,
+            switch_at: tuple[int, int] | None = None) -> dict:
+    """Create or check the run directory (rank 0 only). Returns run.json's content. ``switch_at``: (checkpoint
+    step, its data batch) where the run continues when ``manifest`` is another version than its current one."""
+    from train.data import timeline
+
     run.mkdir(parents=True, exist_ok=True)
     cfg_json = run / "config.json"
     if cfg_json.is_file():
@@ -116,13 +124,22 @@ def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: d
     if run_json.is_file():
         record = json.loads(run_json.read_text())
         if record["manifest"]["content_hash"] != manifest.content_hash:
-            raise RunError(f"{run} trains on manifest {record['manifest']['path']} (content_hash "
-                           f"{record['manifest']['content_hash'][:12]}...), not {manifest.path} "
-                           f"({manifest.content_hash[:12]}...). Use a new RUN directory for a new mixture.")
+            if switch_at is None:
+                raise RunError(f"{run} trains on manifest {record['manifest']['path']} (content_hash "
+                               f"{record['manifest']['content_hash'][:12]}...), not {manifest.path} "
+                               f"({manifest.content_hash[:12]}...)")
+            before = timeline.segments(record, run)[-1]
+            G = resolved["config"]["train"]["global_batch_size"]
+            seg = timeline.apply_switch(record, run, manifest, *switch_at, G)
+            invocation = {**invocation, "manifest_switch": {
+                "step": switch_at[0], "data_step": switch_at[1], "segment": seg["segment"],
+                "from": {k: before.get(k) for k in ("path", "version", "content_hash")},
+                "to": {k: seg.get(k) for k in ("path", "version", "content_hash")}}}
     else:
         shutil.copyfile(manifest.path, man_copy)
         record = {"manifest": {"path": str(manifest.path), "name": manifest.name,
                                "content_hash": manifest.content_hash, "file_sha256": manifest.file_sha256},
+                  "timeline": [timeline.entry(manifest, 0, 1, 0, resolved["config"]["train"]["global_batch_size"])],
                   "created": time.time(), "invocations": []}
     record["invocations"].append({"time": time.time(), "argv": sys.argv, "code": code_version(), **invocation})
     _atomic_write(run_json, json.dumps(record, indent=1))

@@ -23,6 +23,11 @@ With validation on, each source first holds out whole documents (chosen by a see
 The run directory keeps the record (``data_order/``): ``meta.json`` (seed, L, sources, shards, held-out
 documents, counts), ``index_source.npy`` / ``index_draw.npy``, and every permutation the index reaches
 (``perms/``), so the order can be replayed without trusting a random generator across versions.
+
+A run that switches to another manifest version (train/data/timeline.py) gets one such order per *segment*:
+its index starts at global sample ``first_sample`` (the switch's data batch x global batch) and each source's
+draws start at ``draw_offset`` (where the same stream stopped in earlier segments), so a source's documents go
+on where they left off instead of starting over. Segment 0 has both at 0 and is the order above unchanged.
 """
 from __future__ import annotations
 
@@ -263,18 +268,27 @@ class DataOrder:
         self.index_draw = np.zeros(0, np.int64)
         self.warnings: list[str] = []
         self._ids: dict[str, list[str]] = {}
+        # A later segment of a run (train/data/timeline.py): global sample first_sample is local sample 0, and
+        # source s's local draw k is its stream's draw k + draw_offset[s].
+        self.first_sample = 0
+        self.draw_offset = np.zeros(len(self.names), np.int64)
 
     # -- building ---------------------------------------------------------------------------------------
-    def hold_out(self, samples_per_source: int) -> None:
+    def hold_out(self, samples_per_source: int, only: set[int] | None = None) -> None:
+        """Hold out validation documents of every source (of the sources ``only``, when given)."""
         self.val_samples = samples_per_source
         for s, stream in enumerate(self.streams):
+            if only is not None and s not in only:
+                continue
             if samples_per_source and stream.hold_out(samples_per_source):
                 self.val_sources.append(s)
             elif samples_per_source:
                 self.warnings.append(f"source {stream.name}: too small to hold out {samples_per_source} "
                                      f"validation sequences (> {VAL_MAX_SHARE:.0%} of its tokens); no val_loss")
+        self.val_sources.sort()
 
     def build(self, n_samples: int) -> None:
+        """The index up to global sample ``n_samples`` (from ``first_sample``)."""
         for s, n in enumerate(self.planned):
             if n == 0 and self.manifest.sources[self.names[s]].target_tokens > 0:
                 self.warnings.append(f"source {self.names[s]}: target_tokens below one sequence of "
@@ -285,11 +299,25 @@ class DataOrder:
                 f"the run needs {n_samples} sequences, the manifest plans {planned_total} "
                 f"({self.manifest.total_tokens} tokens): sources repeat beyond their planned epochs "
                 "in the same proportions")
-        self.index_source, self.index_draw = blend(self.planned, n_samples)
+        self.index_source, self.index_draw = blend(self.planned, n_samples - self.first_sample)
+        if self.draw_offset.any():
+            self.index_draw = self.index_draw + self.draw_offset[self.index_source]
 
     @property
     def n_samples(self) -> int:
-        return len(self.index_source)
+        """The global sample the index reaches (exclusive)."""
+        return self.first_sample + len(self.index_source)
+
+    def source_slice(self, a: int, b: int) -> np.ndarray:
+        """Source indices of global samples [a, b)."""
+        return np.asarray(self.index_source[a - self.first_sample:b - self.first_sample], np.int64)
+
+    def draw(self, g: int) -> tuple[int, int]:
+        """(source index, draw) of global sample g."""
+        i = int(g) - self.first_sample
+        if i < 0:
+            raise IndexError(f"sample {g} precedes this data order, which starts at sample {self.first_sample}")
+        return int(self.index_source[i]), int(self.index_draw[i])
 
     # -- record -----------------------------------------------------------------------------------------
     def meta(self) -> dict:
@@ -305,10 +333,15 @@ class DataOrder:
                 "shards": [{"path": sh.rel_path, "sha256": sh.sha256, "documents": sh.documents,
                             "tokens": sh.tokens} for sh in stream.src.shards],
             })
-        return {"version": VERSION, "seed": self.seed, "seq_len": self.L, "n_samples": self.n_samples,
+            if self.first_sample:
+                srcs[-1]["draw_offset"] = int(self.draw_offset[s])
+        meta = {"version": VERSION, "seed": self.seed, "seq_len": self.L, "n_samples": self.n_samples,
                 "manifest_content_hash": self.manifest.content_hash, "val_samples_per_source": self.val_samples,
                 "val_sources": [self.names[s] for s in self.val_sources], "sources": srcs,
                 "warnings": self.warnings}
+        if self.first_sample:
+            meta["first_sample"] = self.first_sample
+        return meta
 
     def save(self) -> None:
         """Write the record; when one exists, it must be a prefix of this order (same run, extended)."""
@@ -317,24 +350,25 @@ class DataOrder:
         if (rec / "meta.json").is_file():
             old_src = np.load(rec / "index_source.npy")
             old_draw = np.load(rec / "index_draw.npy")
-            n = min(len(old_src), self.n_samples)
+            local = len(self.index_source)
+            n = min(len(old_src), local)
             if not (np.array_equal(old_src[:n], self.index_source[:n])
                     and np.array_equal(old_draw[:n], self.index_draw[:n])):
                 raise RuntimeError(f"{rec}: the recorded data order differs from the one rebuilt now; "
                                    "the run cannot continue on this data (start a new RUN)")
-            if n == self.n_samples and len(old_src) >= self.n_samples:
+            if n == local and len(old_src) >= local:
                 self.index_source, self.index_draw = old_src, old_draw
-        # Every permutation the index reaches.
+        # Every permutation the index reaches (from the first block a later segment's offset reaches).
         for s, stream in enumerate(self.streams):
             draws = self.index_draw[self.index_source == s]
             if len(draws) == 0:
                 continue
-            last_block = int(draws.max()) // stream.block
-            for b in range(last_block + 1):
+            first_block, last_block = int(draws.min()) // stream.block, int(draws.max()) // stream.block
+            for b in range(first_block, last_block + 1):
                 stream.save_perm(_BLOCK, b)
             last_seq = (last_block + 1) * stream.block - 1
             last_epoch = (last_seq * self.L + self.L) // stream.epoch_tokens
-            for e in range(last_epoch + 1):
+            for e in range(first_block * stream.block * self.L // stream.epoch_tokens, last_epoch + 1):
                 stream.save_perm(_EPOCH, e)
         for name, arr in (("index_source.npy", self.index_source), ("index_draw.npy", self.index_draw)):
             tmp = rec / f".{name}.{os.getpid()}.tmp.npy"
@@ -352,8 +386,10 @@ class DataOrder:
             raise RuntimeError(f"{record}: recorded for manifest {meta['manifest_content_hash'][:12]}..., "
                                f"not {manifest.content_hash[:12]}...")
         order.val_samples = meta["val_samples_per_source"]
+        order.first_sample = int(meta.get("first_sample", 0))
         for s, info in enumerate(meta["sources"]):
             order.streams[s].set_val_docs(np.asarray(info["val_documents"], np.int64))
+            order.draw_offset[s] = int(info.get("draw_offset", 0))
         order.val_sources = [order.names.index(n) for n in meta["val_sources"]]
         order.index_source = np.load(Path(record) / "index_source.npy", mmap_mode="r")
         order.index_draw = np.load(Path(record) / "index_draw.npy", mmap_mode="r")
@@ -362,8 +398,9 @@ class DataOrder:
 
     # -- reading ----------------------------------------------------------------------------------------
     def segments(self, g: int) -> tuple[SourceStream, list[tuple[int, int, int]]]:
-        stream = self.streams[int(self.index_source[g])]
-        return stream, stream.stream_segments(stream.stream_sequence(int(self.index_draw[g])))
+        s, k = self.draw(g)
+        stream = self.streams[s]
+        return stream, stream.stream_segments(stream.stream_sequence(k))
 
     def sample(self, g: int) -> np.ndarray:
         """Global sample g as L + 1 token ids."""

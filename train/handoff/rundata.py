@@ -2,8 +2,9 @@
 
 ``run.json`` records the manifest's path and ``content_hash`` (train/run_record.py); the manifest names the
 sentencepiece model (path relative to the manifest, sha256) and its special ids. The held-out validation
-documents are the trainer's own (``data_order/meta.json``, train/data/sample_index.py): perplexity here is
-computed on exactly the sequences ``val_loss`` was, so the two agree.
+documents are the trainer's own (``data_order/meta.json``, train/data/sample_index.py; after a switch of manifest
+version, the current segment's, train/data/timeline.py): perplexity here is computed on exactly the sequences
+``val_loss`` was, so the two agree.
 
 When the data moved since training, ``--manifest PATH`` names where the same manifest (same content hash) is
 now.
@@ -68,8 +69,10 @@ def held_out(run: str | Path, manifest: Manifest, resolved: dict):
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
 
+    from train.data.timeline import order_dir
+
     run = Path(run)
-    record = run / "data_order"
+    record = order_dir(run, manifest.content_hash)       # data_order/, or the segment on this manifest version
     if not (record / "meta.json").is_file():
         return None
     meta = json.loads((record / "meta.json").read_text())

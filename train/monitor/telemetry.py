@@ -16,6 +16,9 @@ each group together):
   share_<source>                        realized share of the tokens trained so far (updates applied)
   share_target_<source>                 the manifest's share (target_tokens / total)
   interval_share_<source>               realized share over the steps since the previous telemetry row
+
+A run that switched manifest versions (train/data/timeline.py) reports the shares over every source of its
+manifests so far (``names``): a source the current version dropped keeps its realized share and has target 0.
 """
 from __future__ import annotations
 
@@ -36,11 +39,13 @@ def _sha(tokens: np.ndarray) -> bytes:
 
 
 class BatchTelemetry:
-    def __init__(self, order: DataOrder, global_batch: int):
+    def __init__(self, order: DataOrder, global_batch: int, names: list[str] | None = None):
         self.order, self.G = order, global_batch
-        self.names = list(order.names)
-        total = sum(order.manifest.sources[n].target_tokens for n in self.names)
-        self.target = {n: (order.manifest.sources[n].target_tokens / total if total else 0.0) for n in self.names}
+        self.names = list(names or order.names)
+        self._column = np.array([self.names.index(n) for n in order.names], np.int64)   # order's source -> here
+        sources = order.manifest.sources
+        total = sum(s.target_tokens for s in sources.values())
+        self.target = {n: (sources[n].target_tokens / total if total and n in sources else 0.0) for n in self.names}
         self._doc_hash: OrderedDict[tuple[int, int], bytes] = OrderedDict()
 
     def samples(self, data_step: int) -> range:
@@ -48,7 +53,11 @@ class BatchTelemetry:
 
     def source_counts(self, data_step: int) -> np.ndarray:
         """Sequences per source in the batch (every sequence is seq_len tokens of one source)."""
-        src = np.asarray(self.order.index_source[data_step * self.G:(data_step + 1) * self.G], dtype=np.int64)
+        return self.counts(data_step * self.G, (data_step + 1) * self.G)
+
+    def counts(self, a: int, b: int) -> np.ndarray:
+        """Sequences per source (of ``names``) among global samples [a, b)."""
+        src = self._column[self.order.source_slice(a, b)]
         return np.bincount(src, minlength=len(self.names)).astype(np.int64)
 
     def _content_hash(self, s: int, doc: int) -> bytes:
@@ -66,9 +75,9 @@ class BatchTelemetry:
         passes: dict[tuple[int, int, int], int] = {}       # (source, epoch, document) -> length
         seqs = set()
         for g in self.samples(data_step):
-            s = int(order.index_source[g])
+            s, k = order.draw(g)
             stream = order.streams[s]
-            pieces = stream.stream_pieces(stream.stream_sequence(int(order.index_draw[g])))
+            pieces = stream.stream_pieces(stream.stream_sequence(k))
             seqs.add(_sha(stream.read([(d, a, b) for d, a, b, _ in pieces])))
             for doc, _, _, epoch in pieces:
                 passes[(s, epoch, doc)] = int(stream.doc_lens[doc])

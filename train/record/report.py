@@ -14,6 +14,11 @@ share a chart). ``--compare`` overlays a second run, aligned by tokens when both
 either may be any trainer's record (a Hugging Face trainer_state.json, TensorBoard event files, a CSV, JSON
 lines: train/record/formats.py). ``loss_curve.png`` is also written into the run directory. Charts are drawn
 with matplotlib's Agg canvas (headless; no pyplot state).
+
+A run that switched manifest versions (``run.json``'s timeline, train/data/timeline.py) gets a dashed line at
+every switch on the loss, per-source validation and telemetry charts, labelled with the version it switched
+to, and a "Data versions" table: per segment its steps, manifest, planned shares and the shares its trained
+batches realized (counted in the segment's data order).
 """
 from __future__ import annotations
 
@@ -37,10 +42,11 @@ from train.record.load import RecordError, RunRecord, finite, read_run, series
 # Fields of a training row that have their own chart (or are bookkeeping); everything else numeric is
 # telemetry.
 KNOWN_TRAIN = {"kind", "step", "tokens", "loss", "lr", "grad_norm", "tokens_per_s", "mfu", "step_s", "time",
-               "samples_consumed"}
+               "samples_consumed", "manifest_version"}
 SEVERITY_COLOR = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
 RUN_COLORS = ("#1f77b4", "#d62728")         # this run, the compared run
 VAL_COLOR = "#2ca02c"
+SWITCH_COLOR = "#6a1b9a"
 MAX_TELEMETRY_CHARTS = 24
 
 
@@ -75,6 +81,43 @@ def _style(ax, title: str, xlabel: str, ylabel: str = "") -> None:
 def _legend(ax) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=8)
+
+
+# ------------------------------------------------------------------------------------------ manifest versions
+
+def timeline(rec: RunRecord) -> list[dict]:
+    """The manifest timeline of a Glassbox run (run.json), [] for other records and runs before timelines."""
+    tl = (rec.run or {}).get("timeline")
+    if not isinstance(tl, list):
+        return []
+    return [s for s in tl if isinstance(s, dict) and isinstance(s.get("first_step"), int)]
+
+
+def _version(seg: dict) -> str:
+    return f"v{seg['version']}" if seg.get("version") is not None else f"segment {seg.get('segment')}"
+
+
+def switches(rec: RunRecord) -> list[tuple[int, float | None, str]]:
+    """(step, tokens, label) of every switch: the data changes after that step."""
+    per_step = (rec.config or {}).get("tokens_per_step")
+    out = []
+    for seg in timeline(rec)[1:]:
+        step = seg["first_step"] - 1
+        tok = next((finite(r.get("tokens")) for r in rec.train_rows if r.get("step") == step), None)
+        if tok is None and isinstance(per_step, int):
+            tok = float(step * per_step)
+        out.append((step, tok, _version(seg)))
+    return out
+
+
+def mark_switches(ax, marks: list[tuple[int, float | None, str]], x: str = "step") -> None:
+    for step, tok, label in marks:
+        pos = step if x == "step" else tok
+        if pos is None:
+            continue
+        ax.axvline(pos, color=SWITCH_COLOR, lw=1.2, ls="--")
+        ax.annotate(f"data {label}", (pos, 0.02), xycoords=("data", "axes fraction"), fontsize=7,
+                    color=SWITCH_COLOR, rotation=90, va="bottom", ha="left")
 
 
 def _draw_loss(ax, rec: RunRecord, x: str, color: str, label: str, faint: bool = True) -> None:
@@ -116,6 +159,8 @@ def loss_figure(rec: RunRecord, findings: list[Finding], other: RunRecord | None
         a_step.axvline(f.step, color=color, lw=1, ls=":")
         a_step.annotate(f.kind, (f.step, 1.0), xycoords=("data", "axes fraction"), fontsize=7, color=color,
                         rotation=90, va="top", ha="right")
+    mark_switches(a_step, switches(rec))
+    mark_switches(a_tok, switches(rec), "tokens")
     _style(a_step, "loss against steps", "step", "loss (nats)")
     aligned = other is not None and align_axis(rec, other) == "tokens"
     _style(a_step, "loss against steps" + (" (runs aligned by steps)" if other is not None and not aligned else ""),
@@ -181,6 +226,7 @@ def val_source_figure(rec: RunRecord) -> bytes | None:
     xs, ys = series(rec.val_rows, "val_loss")
     if len(xs):
         ax.plot(xs, ys, "k--", lw=1.4, label="val_loss (weighted)")
+    mark_switches(ax, switches(rec))
     _style(ax, "validation loss per source", "step", "loss (nats)")
     ax.legend(fontsize=8, ncol=min(4, len(keys) + 1))
     return _png(fig)
@@ -233,12 +279,14 @@ def telemetry_figure(rec: RunRecord) -> tuple[bytes | None, dict[str, list[str]]
     fig, axes = _figure(rows, cols, height=2.8)
     for ax in axes.flat[len(names):]:
         ax.set_visible(False)
+    marks = switches(rec)
     for ax, g in zip(axes.flat, names):
         for k in groups[g]:
             pts = [(s, f[k]) for s, f in flat if k in f]
             if pts:
                 xs, ys = zip(*pts)
                 ax.plot(xs, ys, lw=1.0, label=k)
+        mark_switches(ax, marks)
         _style(ax, g, "step")
         if len(groups[g]) > 1:
             ax.legend(fontsize=7, ncol=2)
@@ -424,6 +472,42 @@ def diagnosis_table(findings: list[Finding], not_judged: list[dict] | None = Non
             "<th>evidence</th><th>advice</th></tr>" + "".join(rows) + "</table>" + tail)
 
 
+def _shares(shares: dict | None) -> str:
+    if not shares:
+        return "-"
+    return ", ".join(f"{k} {v:.3f}" for k, v in sorted(shares.items()))
+
+
+def versions_table(rec: RunRecord) -> str:
+    """The Data versions table of a run that switched manifests: one row per segment of the timeline."""
+    from train.data.timeline import realized_shares
+
+    segs = timeline(rec)
+    G = ((((rec.config or {}).get("config") or {}).get("train") or {}).get("global_batch_size"))
+    rows = []
+    for seg in segs:
+        last = seg.get("last_step")
+        trained = [r for r in rec.train_rows if seg["first_step"] <= r["step"] <= (last or r["step"])
+                   and not r.get("update_skipped") and isinstance(r.get("samples_consumed"), int)]
+        realized = (realized_shares(rec.path, seg, [r["samples_consumed"] // G - 1 for r in trained], G)
+                    if isinstance(G, int) and trained else None)
+        end = last if last is not None else (trained[-1]["step"] if trained else "")
+        attrs = {"segment": seg.get("segment"), "first-step": seg["first_step"],
+                 "last-step": "" if last is None else last, "version": seg.get("version"),
+                 "content-hash": seg.get("content_hash")}
+        cells = [seg.get("segment"), f"{seg['first_step']}-{end}", f"{seg.get('name')} {_version(seg)}",
+                 str(seg.get("content_hash"))[:12], str(seg.get("parent"))[:12] if seg.get("parent") else "-",
+                 _shares(seg.get("planned_shares")), _shares(realized), f"{seg.get('data_order')}/"]
+        rows.append('<tr class="segment"' + "".join(f' data-{k}="{_e(v)}"' for k, v in attrs.items()) + ">"
+                    + "".join(f"<td>{_e(c)}</td>" for c in cells) + "</tr>")
+    tail = "".join(f'<p class="muted">Discarded: segment {_e(s.get("segment"))} ({_e(s.get("name"))} '
+                   f'{_e(_version(s))}, from step {_e(s.get("first_step"))}): {_e(s.get("discarded"))}.</p>'
+                   for s in (rec.run or {}).get("timeline_discarded") or [] if isinstance(s, dict))
+    return ('<table id="manifest-timeline"><tr><th>segment</th><th>steps</th><th>manifest</th><th>content_hash</th>'
+            "<th>parent</th><th>planned shares</th><th>realized shares (trained batches)</th><th>data order</th></tr>"
+            + "".join(rows) + "</table>" + tail)
+
+
 def _summary_table(items: list[tuple[str, str]], other: list[tuple[str, str]] | None = None) -> str:
     if other is None:
         body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in items)
@@ -466,6 +550,12 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
         else:
             parts.append(f'<p class="muted" id="{_e(key)}-none">{_e(missing or "Nothing to draw in this record.")}</p>')
 
+    if len(timeline(rec)) > 1:
+        parts += ['<h2 id="versions">Data versions</h2>',
+                  '<p class="muted">The run switched manifest versions (run.json\'s timeline): each segment trained on '
+                  "one manifest from its first step; the dashed lines on the charts mark the switches. Realized shares "
+                  "are counted in the segment's data order over the batches its applied updates trained on.</p>",
+                  versions_table(rec)]
     section("loss", "Loss", "Training loss (faint: every step; solid: rolling median) and validation loss, against "
             "steps and against tokens; shaded: diagnosis findings." + (f" The compared run is overlaid on the {axis} "
                                                                        "panel." if other is not None else ""),

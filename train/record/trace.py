@@ -7,7 +7,8 @@ Reads the run record only, never reruns anything:
    gives the data shift), else N - 1;
 2. its G samples -> (source, document, token range) pieces from ``data_order/`` (the recorded index and
    permutations) over the manifest's token shards (``id`` column; the token cache is rebuilt from the
-   shards if it is gone);
+   shards if it is gone); in a run that switched manifest versions, from the order and manifest of the
+   segment of ``run.json``'s timeline that trained step N (train/data/timeline.py), named in the answer;
 3. each document's provenance and quality signals (``url``, ``lang``, ``quality_ft``, ``perplexity``,
    ``ppl_bucket``) joined on ``id`` from the corpus's document shards, ``<data>/decontaminated/`` then
    ``<data>/dedup/`` (``<data>`` = the manifest's folder's parent, or ``--data``), with a pyarrow filter
@@ -97,6 +98,7 @@ def document_signals(data_dir: Path, ids: set[str]) -> tuple[dict[str, dict], st
 
 def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
           data_dir: str | Path | None = None) -> dict:
+    from train.data import timeline
     from train.data.manifest import ManifestError, read_manifest
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
@@ -109,22 +111,24 @@ def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
     G = int(resolved["config"]["train"]["global_batch_size"])
     if step < 1:
         raise TraceError(f"--step: steps count from 1, got {step}")
-    path = Path(manifest_path) if manifest_path else Path(record["manifest"]["path"])
+    segs = timeline.segments(record, run)
+    seg = timeline.segment_at_step(segs, step)          # the manifest version that fed this step
+    want = seg["content_hash"]
+    path = Path(manifest_path) if manifest_path else Path(seg["path"])
     try:
         manifest = read_manifest(path)
     except ManifestError as e:
-        raise TraceError(f"{e} (the run trained on {record['manifest']['path']}; pass --manifest if it "
-                         "moved)") from None
-    if manifest.content_hash != record["manifest"]["content_hash"]:
-        raise TraceError(f"{path}: content_hash {manifest.content_hash[:12]}... is not the run's "
-                         f"{record['manifest']['content_hash'][:12]}...; pass the manifest the run trained on")
+        raise TraceError(f"{e} (step {step} trained on {seg['path']}; pass --manifest if it moved)") from None
+    if manifest.content_hash != want:
+        raise TraceError(f"{path}: content_hash {manifest.content_hash[:12]}... is not the {want[:12]}... of "
+                         f"{seg['path']}, the manifest step {step} trained on; pass that one")
     cache_dir = resolved["config"]["data"].get("cache_dir")
     cache = ShardCache(Path(cache_dir) if cache_dir else manifest.path.parent.parent / "token_cache",
                        manifest.vocab_size, manifest.eos_id)
     for src in manifest.sources.values():
         for shard in src.shards:
             cache.ensure(shard)          # a no-op when the run's cache is still there
-    order = DataOrder.load(manifest, cache, run / "data_order")
+    order = DataOrder.load(manifest, cache, run / seg["data_order"])
     data_step, how, row = data_step_of(run, step, G)
     first = data_step * G
     if first + G > order.n_samples:
@@ -149,7 +153,10 @@ def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
             "update_skipped": bool(row.get("update_skipped")) if row else None,
             "spike": spikes[-1] if spikes else None,
             "trained": row is not None, "last_logged_step": trained_to,
-            "signals_from": signals_from, "documents": docs}
+            "signals_from": signals_from,
+            "manifest": {k: seg.get(k) for k in ("segment", "version", "name", "path", "content_hash", "first_step",
+                                                 "last_step", "data_order")},
+            "segments": len(segs), "documents": docs}
 
 
 def _short(v, width: int) -> str:
@@ -162,6 +169,12 @@ def format_trace(t: dict) -> str:
             f"{t['samples'][1] - 1}, {t['global_batch']} sequences of {t['seq_len'] + 1} tokens; "
             f"from {t['data_step_from']}), {len(t['documents'])} documents")
     lines = [head]
+    m = t.get("manifest") or {}
+    if t.get("segments", 1) > 1:
+        version = f" v{m['version']}" if m.get("version") is not None else ""
+        lines.append(f"data: manifest {m['name']}{version} ({m['content_hash'][:12]}..., {m['path']}), segment "
+                     f"{m['segment']} of the run's {t['segments']} (steps {m['first_step']}-"
+                     f"{m['last_step'] if m['last_step'] is not None else ''})")
     if not t["trained"]:
         lines.append(f"note: no metrics row for step {t['step']} (last logged {t['last_logged_step']}): this is "
                      "the batch the data order assigns it, if no rollback moves the cursor first")
