@@ -38,7 +38,8 @@ from train.data.shards import ShardCache
 from train.metrics import read_metrics
 from train.record.report import SWITCH_COLOR, build_report
 from train.record.trace import trace
-from train_fixtures import EQUIVALENCE_EPS, canonical_hash, launch, make_dataset
+from glassbox.contracts import manifest_content_hash
+from train_fixtures import EQUIVALENCE_EPS, launch, make_dataset
 
 CONFIG = """
 model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64}
@@ -64,7 +65,7 @@ def version_of(parent: dict, weights: dict, version: int) -> dict:
         s["target_tokens"] = int(m["total_tokens"] * w)
         s["epochs"] = s["target_tokens"] / s["available_tokens"]
     m.update(version=version, parent=parent["content_hash"])
-    m["content_hash"] = canonical_hash(m)
+    m["content_hash"] = manifest_content_hash(m)
     return m
 
 
@@ -74,7 +75,7 @@ def setup(tmp_path_factory):
     v1 = make_dataset(root / "data", total_tokens=60_000, max_seq_len=32, weights=V1)
     raw = json.loads(v1.read_text())
     raw.update(version=1, parent=None)
-    raw["content_hash"] = canonical_hash(raw)
+    raw["content_hash"] = manifest_content_hash(raw)
     v1.write_text(json.dumps(raw, indent=1))
     v2 = v1.with_name("mix.v2.json")
     v2.write_text(json.dumps(version_of(raw, V2, 2), indent=1))
