@@ -117,11 +117,11 @@ def main() -> int:
     import torch
 
     from train.checkpoint import latest_complete, load_llama_state_dict
-    from train.model import Llama, ModelConfig
+    from train.model import Llama
+    from train.plan import read_plan
 
     torch.set_num_threads(args.threads)
-    resolved = json.loads((run / "config.json").read_text())
-    mcfg = ModelConfig(**resolved["model"])
+    mcfg = read_plan(run).model
     model = Llama(mcfg).eval()
     model.load_state_dict(load_llama_state_dict(latest_complete(run)[1], mcfg.n_layers))
     val = window_loss(model, val_ids)

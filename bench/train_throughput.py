@@ -49,23 +49,24 @@ def plain_loop(run_dir: Path, manifest: Path, steps: int, out: Path) -> None:
     from train.data.manifest import read_manifest
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
-    from train.model import Llama, ModelConfig
+    from train.model import Llama
+    from train.plan import read_plan
     from train.schedule import lr_at
 
-    resolved = json.loads((run_dir / "config.json").read_text())
+    plan = read_plan(run_dir)
     cfg = load_config(run_dir / "config.yaml")
     man = read_manifest(manifest)
     cache = ShardCache(man.path.parent.parent / "token_cache", man.vocab_size, man.eos_id)
     order = DataOrder.load(man, cache, run_dir / "data_order")
     loader = Loader(order, cfg.train.global_batch_size, cfg.train.micro_batch_size, 1, 0)
-    model = Llama(ModelConfig(**resolved["model"]))
+    model = Llama(plan.model)
     decay = [p for p in model.parameters() if p.ndim >= 2]
     no_decay = [p for p in model.parameters() if p.ndim < 2]
     o = cfg.optimizer
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=o.lr, betas=tuple(o.betas), eps=o.eps)
     gas = cfg.grad_accum
-    tokens = cfg.train.global_batch_size * resolved["seq_len"]
+    tokens = plan.tokens_per_step
     rates = []
     for step in range(steps):
         lr = lr_at(step, kind=cfg.schedule.kind, lr=o.lr, min_lr=o.min_lr,

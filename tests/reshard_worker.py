@@ -18,7 +18,8 @@ import torch.distributed as dist
 
 from train.config import load_config
 from train.data.manifest import read_manifest
-from train.pretrain import build_engine, init_distributed, resolve
+from train.plan import resolve
+from train.pretrain import build_engine, init_distributed
 
 
 def main(argv):
@@ -34,7 +35,7 @@ def main(argv):
         cfg = load_config(config, hf_import.model_overrides(config, sets, hf) + sets)
     else:
         cfg = load_config(config, sets)
-    mcfg = resolve(cfg, manifest, None)["_mcfg"]
+    mcfg = resolve(cfg, manifest, None).model
     engine, _, topo, group = build_engine(cfg, mcfg)
     if mode == "roundtrip":
         from train import checkpoint, reshard

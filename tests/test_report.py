@@ -1,6 +1,7 @@
 """train.report: one self-contained HTML page (curves, telemetry, diagnosis; --compare), loss_curve.png
 beside it, and the page as headless Chromium renders it (Debian's chromium, installed by `make setup`)."""
 import base64
+import dataclasses
 import json
 import re
 import shutil
@@ -12,7 +13,7 @@ import pytest
 
 from browser import chromium, decode_png, embedded_images
 from record_fixtures import VOCAB, noisy, rows_from, trend, write_run
-from train.record.report import build_report, param_count
+from train.record.report import build_report
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 N = 300
@@ -127,12 +128,30 @@ def test_make_report_command_line():
     assert re.search(r"-m train\.report runs/x\s*$", p.stdout, re.M)
 
 
-def test_param_count_matches_the_model():
-    from train.model import ModelConfig
-    for shape in (dict(vocab_size=VOCAB, n_layers=2, d_model=64, n_heads=2, n_kv_heads=2, ffn_hidden=192),
-                  dict(vocab_size=1000, n_layers=3, d_model=96, n_heads=6, n_kv_heads=2, ffn_hidden=256,
-                       vocab_multiple=128)):
-        assert param_count(shape) == ModelConfig(**shape).num_params()
+def test_summary_and_diagnosis_read_the_runs_plan(tmp_path):
+    """One reader of config.json (train/plan.py): the summary's shape and parameter count are the plan's model,
+    and the diagnosis takes the run's own spike rule from the plan's train section."""
+    from types import SimpleNamespace
+
+    from train.config import load_config
+    from train.plan import resolve
+    from train.record.diagnose import DiagnoseConfig, assess_run, with_run_spike_settings
+    from train.record.load import read_run
+    from train.record.report import _fmt_count, summary
+
+    cfg = load_config(REPO / "train" / "configs" / "tiny.yaml", ["train.spike_window=20", "train.spike_loss_z=4.5"])
+    plan = resolve(cfg, SimpleNamespace(max_seq_len=64, vocab_size=VOCAB), None)
+    run = write_run(tmp_path / "r", rows_from(*trend(60)))
+    (run / "config.json").write_text(json.dumps(plan.to_json()))
+    rec = read_run(run)
+    assert rec.plan == dataclasses.replace(plan, stop=None, horizon=None)
+    got = dict(summary(rec, []))
+    assert got["parameters"] == _fmt_count(plan.model.num_params()) and f"d_model {plan.model.d_model}" in got["model"]
+    judged = with_run_spike_settings(DiagnoseConfig(), rec.plan.section("train"))
+    assert (judged.spike_window, judged.spike_z) == (20, 4.5) != (DiagnoseConfig().spike_window, DiagnoseConfig().spike_z)
+    assert assess_run(rec).findings is not None
+    # Without a run of its own (another trainer's rows) the diagnosis keeps its own settings.
+    assert with_run_spike_settings(DiagnoseConfig(), None) == DiagnoseConfig()
 
 
 # ------------------------------------------------------------------------------------ in a browser

@@ -18,50 +18,14 @@ from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from glassbox.contracts import llama_param_count, padded_vocab
+from train.model_config import ModelConfig  # noqa: F401  (re-exported)
 from train.parallel.tensor_parallel import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
                                             copy_to_tp, shard, tp_rank, tp_size, vocab_parallel_cross_entropy)
-
-
-@dataclass
-class ModelConfig:
-    vocab_size: int
-    n_layers: int = 4
-    d_model: int = 128
-    n_heads: int = 4
-    n_kv_heads: int = 4
-    ffn_hidden: int = 384
-    max_seq_len: int = 256
-    rope_theta: float = 10000.0
-    norm_eps: float = 1e-5
-    init_std: float = 0.02
-    vocab_multiple: int = 64
-    seed: int = 1234
-
-    @property
-    def head_dim(self) -> int:
-        return self.d_model // self.n_heads
-
-    @property
-    def padded_vocab(self) -> int:
-        """Embedding and head rows: vocab_size rounded up so the rows split evenly across ranks."""
-        return padded_vocab(self.vocab_size, self.vocab_multiple)
-
-    def num_params(self, embeddings: bool = True) -> int:
-        return llama_param_count(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads,
-                                 n_kv_heads=self.n_kv_heads, ffn_hidden=self.ffn_hidden, vocab_size=self.vocab_size,
-                                 vocab_multiple=self.vocab_multiple, embeddings=embeddings)
-
-    def flops_per_token(self, seq_len: int) -> float:
-        """Training FLOPs per token for MFU, PaLM's convention: 6 x (parameters in matmuls, the head
-        included, the input embedding not) + 12 n_layers d_model seq_len for attention."""
-        return 6 * self.num_params(embeddings=False) + 12 * self.n_layers * self.d_model * seq_len
 
 
 def _param_seed(seed: int, name: str) -> int:

@@ -25,23 +25,24 @@ after the step).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import os
-import signal
 import socket
 import sys
 import time
 import warnings
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from train.lifeline import die_with_parent
-from train.config import ConfigError, ffn_hidden, load_config
+from train import fault_hooks
+from train.config import ConfigError, load_config
 from train.data import timeline
 from train.data.manifest import ManifestError, read_manifest
-from train.model import ModelConfig
+from train.lifeline import die_with_parent
+from train.model_config import ModelConfig
+from train.plan import Plan, resolve
 
 
 def parse_args(argv=None):
@@ -60,31 +61,6 @@ def parse_args(argv=None):
                     help="override a config key (YAML value), e.g. --set parallel.dp=2")
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # launchers; env wins
     return ap.parse_args(argv)
-
-
-def resolve(cfg, manifest, steps: int | None) -> dict:
-    """Everything derived before heavy work: model shape, sequence length, batch layout, steps."""
-    seq_len = cfg.data.seq_len or manifest.max_seq_len
-    vocab = cfg.model.vocab_size or manifest.vocab_size
-    if vocab < manifest.vocab_size:
-        raise ConfigError(f"model.vocab_size: {vocab} is below the tokenizer's {manifest.vocab_size}; "
-                          "leave it null to take the manifest's")
-    m = cfg.model
-    mcfg = ModelConfig(vocab_size=vocab, n_layers=m.n_layers, d_model=m.d_model, n_heads=m.n_heads,
-                       n_kv_heads=m.n_kv_heads or m.n_heads, ffn_hidden=ffn_hidden(m), max_seq_len=seq_len,
-                       rope_theta=m.rope_theta, norm_eps=m.norm_eps, init_std=m.init_std,
-                       vocab_multiple=m.vocab_multiple, seed=cfg.train.seed)
-    if mcfg.padded_vocab % cfg.parallel.tp:
-        raise ConfigError(f"model.vocab_multiple: {m.vocab_multiple} gives {mcfg.padded_vocab} embedding rows, "
-                          f"not divisible by parallel.tp ({cfg.parallel.tp}); use a multiple of tp")
-    if steps is not None and steps < 1:
-        raise ConfigError(f"--steps: must be >= 1, got {steps}")
-    stop = steps or cfg.train.steps
-    horizon = max(cfg.train.steps, stop)
-    return {"config": cfg.to_dict(), "model": dataclasses.asdict(mcfg), "seq_len": seq_len, "vocab_size": vocab,
-            "padded_vocab": mcfg.padded_vocab, "world_size": cfg.world_size, "grad_accum": cfg.grad_accum,
-            "tokens_per_step": cfg.train.global_batch_size * seq_len, "manifest_max_seq_len": manifest.max_seq_len,
-            "_stop": stop, "_horizon": horizon, "_mcfg": mcfg}
 
 
 def build_engine(cfg, mcfg: ModelConfig):
@@ -175,227 +151,298 @@ def _exit(code: int) -> None:
     os._exit(code)
 
 
-def main(argv=None) -> int:
-    if os.environ.get("TORCHELASTIC_RUN_ID"):   # launched by torchrun: die with it
-        die_with_parent()
-    args = parse_args(argv)
-    try:
-        init_hf = None
-        if args.init:        # the model's shape fills the config's unnamed model keys, then both are checked
-            from train import hf_import
+# ------------------------------------------------------------------------------------------------ the steps
 
-            init_hf = hf_import.read_config(args.init)
-            cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
-        else:
-            cfg = load_config(args.config, args.set)
-        manifest_path = args.manifest or timeline.current_manifest_path(args.run)
-        if manifest_path is None:
-            raise ConfigError(f"--manifest: required for a new run ({args.run} has no run.json); pass MANIFEST=...")
-        manifest = read_manifest(manifest_path)
-        if init_hf:
-            hf_import.check_vocabulary(args.init, init_hf, manifest)
-        plan = resolve(cfg, manifest, args.steps)
-        if init_hf:
-            hf_import.check_shape(plan["_mcfg"], init_hf, args.init)
-            init_weights = hf_import.Weights(args.init, plan["_mcfg"], init_hf)   # names and shapes checked
-        # Another version for this RUN: the data switches at the newest checkpoint (train/data/timeline.py).
-        switch_from = timeline.switch_from(args.run, manifest, plan["seq_len"], asked=args.manifest is not None)
-    except (ConfigError, ManifestError) as e:
-        if os.environ.get("RANK", "0") == "0":       # every rank finds it; one says it
-            print(f"error: {e}", file=sys.stderr)
-        return 2
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    if world != cfg.world_size:
-        if os.environ.get("RANK", "0") == "0":
-            print(f"error: {args.config}: parallel.tp x pp x dp = {cfg.world_size} processes, but {world} were "
-                  f"launched; run torchrun --nproc_per_node={cfg.world_size} (make pretrain does) or change "
-                  "parallel.dp", file=sys.stderr)
-        return 2
+@dataclass
+class Checked:
+    """Step 0, before any process group: the config and manifest checked, the plan resolved."""
+    cfg: object                     # train.config.TrainConfig
+    manifest: object                # train.data.manifest.Manifest
+    plan: Plan
+    init_weights: object = None     # hf_import.Weights of --init (names and shapes checked)
+    init_hf: dict | None = None
+    switch_from: dict | None = None  # the run's current timeline segment when the manifest is another version
 
-    init_distributed()
-    import numpy as np
-    import torch.distributed as dist
 
-    from train import checkpoint, reshard, run_record
-    from train.data.loader import Loader
+def check(args) -> Checked:
+    """Config, manifest, plan, --init model and manifest switch, checked on every rank without collectives.
+    Raises ConfigError or ManifestError naming the key and the fix."""
+    init_hf = None
+    if args.init:        # the model's shape fills the config's unnamed model keys, then both are checked
+        from train import hf_import
+
+        init_hf = hf_import.read_config(args.init)
+        cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
+    else:
+        cfg = load_config(args.config, args.set)
+    manifest_path = args.manifest or timeline.current_manifest_path(args.run)
+    if manifest_path is None:
+        raise ConfigError(f"--manifest: required for a new run ({args.run} has no run.json); pass MANIFEST=...")
+    manifest = read_manifest(manifest_path)
+    if init_hf:
+        hf_import.check_vocabulary(args.init, init_hf, manifest)
+    plan = resolve(cfg, manifest, args.steps)
+    checked = Checked(cfg, manifest, plan, init_hf=init_hf)
+    if init_hf:
+        hf_import.check_shape(plan.model, init_hf, args.init)
+        checked.init_weights = hf_import.Weights(args.init, plan.model, init_hf)
+    # Another version for this RUN: the data switches at the newest checkpoint (train/data/timeline.py).
+    checked.switch_from = timeline.switch_from(args.run, manifest, plan.seq_len, asked=args.manifest is not None)
+    return checked
+
+
+def prepare_shards(c: Checked, local_rank: int):
+    """Step 1, collective: shards verified against the manifest and flattened into the token cache, once per
+    node. Returns the cache."""
     from train.data.shards import ShardCache
-    from train.metrics import MetricsLog, device_peak_flops
-    from train.monitor.leakage import check_leakage
-    from train.monitor.leakage import summary_line as leakage_line
-    from train.monitor.spike import SpikeGuard, record_rollback, record_spike, rollback_since
-    from train.monitor.spike_rule import SpikeDetector
-    from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
-    from train.schedule import lr_at
 
-    rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
-    run = Path(args.run).resolve()
-    t_cfg, G, mb, o = cfg.train, cfg.train.global_batch_size, cfg.train.micro_batch_size, cfg.optimizer
-    stop, horizon, mcfg, seq_len = plan["_stop"], plan["_horizon"], plan["_mcfg"], plan["seq_len"]
-    cache_dir = Path(cfg.data.cache_dir) if cfg.data.cache_dir else manifest.path.parent.parent / "token_cache"
-    cache = ShardCache(cache_dir, plan["vocab_size"], manifest.eos_id)
-
-    # 1. Shards: verified against the manifest, flattened into the token cache (once per node).
+    cache_dir = Path(c.cfg.data.cache_dir) if c.cfg.data.cache_dir else c.manifest.path.parent.parent / "token_cache"
+    cache = ShardCache(cache_dir, c.plan.vocab_size, c.manifest.eos_id)
     err = None
     if local_rank == 0:
         try:
-            for src in manifest.sources.values():
+            for src in c.manifest.sources.values():
                 for shard in src.shards:
-                    cache.verify(shard, cfg.data.verify)
+                    cache.verify(shard, c.cfg.data.verify)
                     cache.ensure(shard)
         except ManifestError as e:
             err = str(e)
     _exit_on_any(err)
+    return cache
 
-    # 2. Run record and data order (rank 0), resume point (everyone).
+
+@dataclass
+class ResumePoint:
+    """Where this invocation starts: the newest complete checkpoint (if any), its layout and data shift."""
+    start: int
+    latest: tuple | None            # (step, checkpoint directory)
+    shift: int                      # data batch of step t (1-based) = t - 1 + shift
+    replayed: dict | None           # a rollback to the newest checkpoint replayed from rollbacks.jsonl
+    layout: dict
+    old_layout: dict | None
+    invocation: dict = field(default_factory=dict)   # extra keys of run.json's invocation entry
+
+
+def find_resume_point(run: Path, cfg, init: str | None) -> ResumePoint:
+    from train import checkpoint, reshard
+    from train.monitor.spike import rollback_since
+
     latest = checkpoint.latest_complete(run)
     start = latest[0] if latest else 0
-    # Rollbacks move the data cursor ahead of the step (the data shift, kept in every checkpoint): the index
-    # holds room for the most rollbacks one invocation may do, each at most a checkpoint interval plus the
-    # extra batches skipped. A rollback to the newest checkpoint by a run killed before its next save is
-    # replayed from rollbacks.jsonl, not repeated.
+    # A rollback to the newest checkpoint by a run killed before its next save is replayed, not repeated.
     replayed = rollback_since(run, start) if latest else None
-    resume_shift = replayed["data_shift"] if replayed else checkpoint.data_shift(latest[1]) if latest else 0
+    shift = replayed["data_shift"] if replayed else checkpoint.data_shift(latest[1]) if latest else 0
     layout = reshard.layout_now(cfg)
     old_layout = reshard.saved_layout(latest[1]) if latest else None
-    invocation_extra = {}
+    point = ResumePoint(start, latest, shift, replayed, layout, old_layout)
     if old_layout and reshard.changed(old_layout, layout):
-        invocation_extra["layout_change"] = {"step": start, "from": old_layout, "to": layout}
-    if args.init:
-        invocation_extra["init"] = ({"ignored": f"the run resumes from its checkpoint {start}"} if latest
-                                    else hf_import.describe(args.init))
-    reserve = (t_cfg.spike_max_rollbacks * (cfg.checkpoint.every + t_cfg.spike_rollback_skip)
-               if t_cfg.on_spike == "rollback" else 0)
-    needed = (horizon + resume_shift + reserve) * G
-    if switch_from is not None and start >= stop:      # nothing to train: the data stays on the current version
-        if rank == 0:
-            print(f"{run}: already at step {start} (>= {stop}); nothing to do, so the data stays on "
-                  f"{timeline.describe(switch_from)}. Pass a larger --steps (STEPS=) to continue on {manifest.path}.")
-        dist.barrier()
-        _exit(0)
+        point.invocation["layout_change"] = {"step": start, "from": old_layout, "to": layout}
+    if init:
+        from train import hf_import
+
+        point.invocation["init"] = ({"ignored": f"the run resumes from its checkpoint {start}"} if latest
+                                    else hf_import.describe(init))
+    return point
+
+
+def samples_needed(c: Checked, point: ResumePoint) -> int:
+    """Samples the data order must hold: to the schedule's horizon, past the shift, with room for the most
+    rollbacks one invocation may do (each at most a checkpoint interval plus the batches skipped)."""
+    t = c.cfg.train
+    reserve = (t.spike_max_rollbacks * (c.cfg.checkpoint.every + t.spike_rollback_skip)
+               if t.on_spike == "rollback" else 0)
+    return (c.plan.horizon + point.shift + reserve) * t.global_batch_size
+
+
+def prepare_record(run: Path, args, c: Checked, point: ResumePoint, cache, world: int) -> None:
+    """Step 2, rank 0: the run record (run.json, config.json, manifest timeline), the data order and the
+    validation leakage check. Raises RuntimeError, ValueError or OSError."""
+    from train import run_record
+
+    plan, cfg = c.plan, c.cfg
+    run_record.prepare(run, args.config, plan.to_json(), c.manifest, {
+        "start_step": point.start, "stop_step": plan.stop, "schedule_horizon": plan.horizon, "world_size": world,
+        "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp}, **point.invocation},
+        switch_at=(point.start, point.start + point.shift) if c.switch_from else None)
+    if c.switch_from is not None:
+        seg = timeline.read(run)[-1]
+        print(f"{run}: the data switches from {timeline.describe(c.switch_from)} to {timeline.describe(seg)} "
+              f"after step {point.start} (data batch {point.start + point.shift} on; segment {seg['segment']}, "
+              f"{seg['data_order']}/)", flush=True)
+    order = timeline.open_order(run, c.manifest, cache, plan.seq_len, samples_needed(c, point),
+                                cfg.eval.samples_per_source if cfg.eval.every else 0)
+    for w in order.warnings:
+        print(f"warning: {w}", flush=True)
+    if plan.horizon > cfg.train.steps:
+        print(f"warning: --steps {plan.stop} is past train.steps {cfg.train.steps}: the schedule's horizon "
+              f"becomes {plan.horizon}", flush=True)
+    check_leakage_once(run, cfg.eval.leakage, order)
+
+
+def check_leakage_once(run: Path, mode: str, order) -> None:
+    """leakage.json (or the current segment's) once per data order; mode error raises on leaked documents."""
+    from train.monitor.leakage import check_leakage, summary_line
+
+    leak_file = timeline.leakage_file(run)
+    if mode == "off" or not order.val_sources or leak_file.is_file():
+        return
+    leak = check_leakage(order)
+    leaked = leak["val_documents_in_train"]
+    if leaked and mode == "error":     # leakage.json is written once the check passes
+        leak_file.with_suffix(".failed.json").write_text(json.dumps(leak, indent=1))
+        raise RuntimeError(f"{summary_line(leak).replace('leakage.json', 'leakage.failed.json')}. "
+                           "eval.leakage is error: rebuild the corpus without those duplicates (or "
+                           "set eval.leakage: warn)")
+    leak_file.write_text(json.dumps(leak, indent=1))
+    print(("warning: " if leaked else "") + summary_line(leak).replace(
+        "leakage.json", str(leak_file.relative_to(run))), flush=True)
+
+
+def nothing_to_do(run: Path, c: Checked, point: ResumePoint, rank: int) -> bool:
+    """Collective: a run already at its stop step says so (and stays on its manifest version)."""
+    import torch.distributed as dist
+
+    if point.start < c.plan.stop or not point.latest:
+        return False
     if rank == 0:
+        stays = f", so the data stays on {timeline.describe(c.switch_from)}" if c.switch_from else ""
+        more = f" to continue on {c.manifest.path}" if c.switch_from else ""
+        print(f"{run}: already at step {point.start} (>= {c.plan.stop}); nothing to do{stays}. Pass a larger "
+              f"--steps (STEPS=){more}.")
+    dist.barrier()
+    return True
+
+
+class Training:
+    """Step 3 and 4: the engine on this rank, resumed, and the loop with validation, checkpoints and spike
+    handling. State that outlives a step: ``step``, ``shift`` (the data cursor's lead over the step, moved by
+    rollbacks), ``trained`` (sequences per source whose update was applied)."""
+
+    def __init__(self, run: Path, args, c: Checked, point: ResumePoint, order, rank: int, world: int):
+        import numpy as np
+        from train import reshard
+        from train.data.loader import Loader
+        from train.handoff.weights import meta_model, partition_dims
+        from train.metrics import MetricsLog, device_peak_flops
+        from train.monitor.spike import SpikeGuard
+        from train.monitor.spike_rule import SpikeDetector
+        from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
+
+        self.run, self.cfg, self.plan, self.manifest, self.order = run, c.cfg, c.plan, c.manifest, order
+        self.point, self.rank, self.G = point, rank, c.cfg.train.global_batch_size
+        cfg, mcfg = c.cfg, c.plan.model
+        self.engine, self.optimizer, topo, self.group = build_engine(cfg, mcfg)
+        self.dims = partition_dims(meta_model(mcfg))
+        self.reshard = reshard
+        state = {}
+        err = None
         try:
-            resolved = {k: v for k, v in plan.items() if not k.startswith("_")}
-            run_record.prepare(run, args.config, resolved, manifest, {
-                "start_step": start, "stop_step": stop, "schedule_horizon": horizon, "world_size": world,
-                "layout": {"tp": cfg.parallel.tp, "pp": cfg.parallel.pp, "dp": cfg.parallel.dp},
-                **invocation_extra}, switch_at=(start, start + resume_shift) if switch_from else None)
-            if switch_from is not None:
-                seg = timeline.read(run)[-1]
-                print(f"{run}: the data switches from {timeline.describe(switch_from)} to {timeline.describe(seg)} "
-                      f"after step {start} (data batch {start + resume_shift} on; segment {seg['segment']}, "
-                      f"{seg['data_order']}/)", flush=True)
-            order = timeline.open_order(run, manifest, cache, seq_len, needed,
-                                        cfg.eval.samples_per_source if cfg.eval.every else 0)
-            for w in order.warnings:
-                print(f"warning: {w}", flush=True)
-            if horizon > t_cfg.steps:
-                print(f"warning: --steps {stop} is past train.steps {t_cfg.steps}: the schedule's horizon "
-                      f"becomes {horizon}", flush=True)
-            leak_file = timeline.leakage_file(run)       # leakage.json, or the current segment's
-            if cfg.eval.leakage != "off" and order.val_sources and not leak_file.is_file():
-                leak = check_leakage(order)
-                leaked = leak["val_documents_in_train"]
-                if leaked and cfg.eval.leakage == "error":     # leakage.json is written once the check passes
-                    leak_file.with_suffix(".failed.json").write_text(json.dumps(leak, indent=1))
-                    raise RuntimeError(f"{leakage_line(leak).replace('leakage.json', 'leakage.failed.json')}. "
-                                       "eval.leakage is error: rebuild the corpus without those duplicates (or "
-                                       "set eval.leakage: warn)")
-                leak_file.write_text(json.dumps(leak, indent=1))
-                print(("warning: " if leaked else "") + leakage_line(leak).replace(
-                    "leakage.json", str(leak_file.relative_to(run))), flush=True)
-        except (RuntimeError, ValueError, OSError) as e:
+            if point.latest:
+                state = self.load_checkpoint(point.start)
+            elif args.init:
+                from train import hf_import
+
+                hf_import.apply(self.engine, c.init_weights, mcfg.n_layers, self.group)
+        except (reshard.ReshardError, ConfigError) as e:
             err = str(e)
-    _exit_on_any(err)
-    if start >= stop and latest:
+        _exit_on_any(err)
+        self.shift = int(state.get("data_shift", 0))
+        if point.latest and state.get("samples_consumed") != (point.start + self.shift) * self.G:
+            err = (f"checkpoint step {point.start} recorded {state.get('samples_consumed')} samples consumed, "
+                   f"expected {(point.start + self.shift) * self.G}")
+        _exit_on_any(err)
+        if point.replayed:
+            self.shift = point.replayed["data_shift"]
+        self.step = point.start
+        self.telemetry = BatchTelemetry(order, self.G, timeline.sources(run))  # every source of the run's versions
+        self.trained = self.trained_at(state, (point.start + self.shift) * self.G)
+        self.since_log = np.zeros(len(self.telemetry.names), np.int64)
+        self.row_fields = timeline.row_fields(run)         # manifest_version on the rows of a later segment
+        self.guard = None
+        if cfg.train.on_spike != "off":
+            detector = SpikeDetector.from_config(cfg.train)
+            detector.load(state.get("spike_history"))
+            self.guard = SpikeGuard(self.engine, self.optimizer, detector)
+        self.rollbacks = 0
+        self.faults = fault_hooks.from_env()
+
+        coord = topo.get_coord(rank)
+        self.loads_data = self.engine.is_first_stage() or self.engine.is_last_stage()
+        consumed_log = None
+        if cfg.data.log_consumed and self.engine.is_first_stage() and coord.model == 0:
+            (run / "consumed").mkdir(exist_ok=True)
+            consumed_log = run / "consumed" / f"dp{coord.data}.jsonl"
+        self.loader = Loader(order, self.G, cfg.train.micro_batch_size, cfg.parallel.dp, coord.data, consumed_log,
+                             run_start=point.start)
+        self.sinks = [TensorBoardSink(run / "tensorboard")] if cfg.log.tensorboard and rank == 0 else []
+        self.metrics = MetricsLog(run, stop_step=c.plan.stop, log_every=cfg.log.every,
+                                  flops_per_token=mcfg.flops_per_token(c.plan.seq_len),
+                                  peak_flops_per_device=device_peak_flops(cfg.train.precision, cfg.log.peak_tflops),
+                                  devices=world, enabled=rank == 0, sinks=self.sinks)
+        self.samples = SampleWriter(run, order, self.G) if cfg.log.sample_every and rank == 0 else None
         if rank == 0:
-            print(f"{run}: already at step {start} (>= {stop}); nothing to do. Pass a larger --steps (STEPS=).")
-        dist.barrier()
-        _exit(0)
-    order = timeline.load_order(run, manifest, cache)
+            self.announce(args)
+        if args.init and not point.latest:       # the starting model is the run's checkpoint 0
+            self.save_checkpoint(0)
 
-    # 3. Model, engine, resume.
-    engine, optimizer, topo, group = build_engine(cfg, mcfg)
-    coord = topo.get_coord(rank)
-    from train.handoff.weights import meta_model, partition_dims
-
-    dims = partition_dims(meta_model(mcfg))
-
-    def load_checkpoint(step: int) -> dict:
-        """Collective: checkpoint ``step`` into the engine, resharded when another layout wrote it."""
-        return reshard.load(engine, run, step, layout, mcfg.n_layers, group, dims)
-
-    state = {}
-    try:
-        if latest:
-            state = load_checkpoint(start)
-        elif args.init:
-            hf_import.apply(engine, init_weights, mcfg.n_layers, group)
-    except (reshard.ReshardError, ConfigError) as e:
-        err = str(e)
-    _exit_on_any(err)
-    shift = int(state.get("data_shift", 0))          # data batch of step t (1-based) = t - 1 + shift
-    if latest and state.get("samples_consumed") != (start + shift) * G:
-        err = (f"checkpoint step {start} recorded {state.get('samples_consumed')} samples consumed, "
-               f"expected {(start + shift) * G}")
-    _exit_on_any(err)
-    if replayed:
-        shift = replayed["data_shift"]
-    telemetry = BatchTelemetry(order, G, timeline.sources(run))     # every source of the run's manifests so far
-    # Sequences per source over the steps whose update was applied (kept in checkpoints: rollbacks restore it).
-    def trained_at(state: dict, cursor: int) -> np.ndarray:
-        if "trained_per_source" in state:     # by name: a checkpoint from before a switch counts other sources
-            saved = dict(zip(state.get("trained_sources") or timeline.sources(run, 0), state["trained_per_source"]))
-            return np.array([saved.get(n, 0) for n in telemetry.names], np.int64)
-        # A checkpoint from before telemetry: every sample up to its cursor.
-        return telemetry.counts(order.first_sample, cursor)
-
-    trained = trained_at(state, (start + shift) * G)
-    since_log = np.zeros(len(telemetry.names), np.int64)
-    row_fields = timeline.row_fields(run)         # manifest_version on the rows of a later segment
-    guard = None
-    if t_cfg.on_spike != "off":
-        detector = SpikeDetector.from_config(t_cfg)
-        detector.load(state.get("spike_history"))
-        guard = SpikeGuard(engine, optimizer, detector)
-
-    loads_data = engine.is_first_stage() or engine.is_last_stage()
-    consumed_log = None
-    if cfg.data.log_consumed and engine.is_first_stage() and coord.model == 0:
-        (run / "consumed").mkdir(exist_ok=True)
-        consumed_log = run / "consumed" / f"dp{coord.data}.jsonl"
-    loader = Loader(order, G, mb, cfg.parallel.dp, coord.data, consumed_log, run_start=start)
-    sinks = [TensorBoardSink(run / "tensorboard")] if cfg.log.tensorboard and rank == 0 else []
-    metrics = MetricsLog(run, stop_step=stop, log_every=cfg.log.every,
-                         flops_per_token=mcfg.flops_per_token(seq_len),
-                         peak_flops_per_device=device_peak_flops(t_cfg.precision, cfg.log.peak_tflops),
-                         devices=world, enabled=rank == 0, sinks=sinks)
-    samples = SampleWriter(run, order, G) if cfg.log.sample_every and rank == 0 else None
-    if rank == 0:
-        dropped = metrics.truncate_after(start)
-        what = f"resuming from step {start}" if latest else "starting"
+    def announce(self, args) -> None:
+        point, plan, cfg = self.point, self.plan, self.cfg
+        dropped = self.metrics.truncate_after(point.start)
+        what = f"resuming from step {point.start}" if point.latest else "starting"
         if args.init:
-            what += f" (INIT {args.init} ignored: the run has checkpoints)" if latest else f" from {args.init}"
-        if "layout_change" in invocation_extra:
-            what += f" in a new layout (checkpoint written with {reshard.describe(old_layout)}; resharded)"
-        if replayed:
-            what += (f" with the rollback of step {replayed['step']} to it replayed from rollbacks.jsonl "
-                     f"(data shift {replayed['data_shift']})")
-        print(f"{run}: {what}, training to step {stop} (schedule horizon {horizon}); "
-              f"{mcfg.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
-              f"dp={cfg.parallel.dp}, {G} x {seq_len} tokens per step"
+            what += f" (INIT {args.init} ignored: the run has checkpoints)" if point.latest else f" from {args.init}"
+        if "layout_change" in point.invocation:
+            what += f" in a new layout (checkpoint written with {self.reshard.describe(point.old_layout)}; resharded)"
+        if point.replayed:
+            what += (f" with the rollback of step {point.replayed['step']} to it replayed from rollbacks.jsonl "
+                     f"(data shift {point.replayed['data_shift']})")
+        print(f"{self.run}: {what}, training to step {plan.stop} (schedule horizon {plan.horizon}); "
+              f"{plan.model.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
+              f"dp={cfg.parallel.dp}, {self.G} x {plan.seq_len} tokens per step"
               + (f"; {dropped} metrics rows past the checkpoint moved to metrics.discarded.jsonl" if dropped else "")
-              + (f"; data cursor {shift} batches ahead of the step (rollbacks)" if shift else ""),
+              + (f"; data cursor {self.shift} batches ahead of the step (rollbacks)" if self.shift else ""),
               flush=True)
 
-    def evaluate(step: int) -> None:
+    # -- checkpoints
+    def load_checkpoint(self, step: int) -> dict:
+        """Collective: checkpoint ``step`` into the engine, resharded when another layout wrote it."""
+        return self.reshard.load(self.engine, self.run, step, self.point.layout, self.plan.model.n_layers,
+                                 self.group, self.dims)
+
+    def save_checkpoint(self, step: int) -> None:
+        from train import checkpoint
+
+        consumed = (step + self.shift) * self.G
+        client = {"step": step, "samples_consumed": consumed, "data_shift": self.shift,
+                  "trained_per_source": self.trained.tolist(), "trained_sources": self.telemetry.names,
+                  "spike_history": self.guard.detector.state() if self.guard else None}
+        checkpoint.save(self.engine, self.run, step, client, self.cfg.checkpoint.keep,
+                        {"samples_consumed": consumed, "data_shift": self.shift,
+                         "manifest_content_hash": self.manifest.content_hash, "layout": self.point.layout,
+                         "precision": self.cfg.train.precision})
+
+    def trained_at(self, state: dict, cursor: int):
+        """Sequences per source trained up to a checkpoint (kept in checkpoints: rollbacks restore it)."""
+        import numpy as np
+
+        if "trained_per_source" in state:     # by name: a checkpoint from before a switch counts other sources
+            names = state.get("trained_sources") or timeline.sources(self.run, 0)
+            saved = dict(zip(names, state["trained_per_source"]))
+            return np.array([saved.get(n, 0) for n in self.telemetry.names], np.int64)
+        # A checkpoint from before telemetry: every sample up to its cursor.
+        return self.telemetry.counts(self.order.first_sample, cursor)
+
+    # -- validation
+    def evaluate(self, step: int) -> None:
+        order, engine = self.order, self.engine
         if not order.val_sources:
             return
         loss_fn, z = engine.module.loss_fn, engine.module.loss_fn.z_loss
         loss_fn.z_loss = 0.0                 # validation reports plain cross entropy
         per = {}
         for s in order.val_sources:
-            out = engine.eval_batch(loader.val(s) if loads_data else None,
-                                    num_micro_batches=loader.val_micro_batches())
+            out = engine.eval_batch(self.loader.val(s) if self.loads_data else None,
+                                    num_micro_batches=self.loader.val_micro_batches())
             per[order.names[s]] = float(out)
         loss_fn.z_loss = z
         # Overall: the sources weighted by their share of the training mix (equal if none is planned).
@@ -403,122 +450,186 @@ def main(argv=None) -> int:
         if not sum(w.values()):
             w = {k: 1 for k in w}
         overall = sum(per[k] * w[k] for k in per) / sum(w.values())
-        metrics.val(step=step, tokens=step * G * seq_len, val_loss=overall, per_source=per)
+        self.metrics.val(step=step, tokens=step * self.G * self.plan.seq_len, val_loss=overall, per_source=per)
 
-    def save_checkpoint(step: int) -> None:
-        client = {"step": step, "samples_consumed": (step + shift) * G, "data_shift": shift,
-                  "trained_per_source": trained.tolist(), "trained_sources": telemetry.names,
-                  "spike_history": guard.detector.state() if guard else None}
-        checkpoint.save(engine, run, step, client, cfg.checkpoint.keep,
-                        {"samples_consumed": (step + shift) * G, "data_shift": shift,
-                         "manifest_content_hash": manifest.content_hash, "layout": layout,
-                         "precision": t_cfg.precision})
+    # -- the loop
+    def train(self) -> None:
+        cfg, stop = self.cfg, self.plan.stop
+        while self.step < stop:
+            verdict, data_step = self.train_step()
+            if verdict is not None and verdict.spike and self.on_spike(verdict, data_step):
+                continue                     # rolled back: self.step is the restored checkpoint's
+            step = self.step
+            if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
+                self.evaluate(step)
+            if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
+                self.save_checkpoint(step)
 
-    if args.init and not latest:       # the starting model is the run's checkpoint 0
-        save_checkpoint(0)
+    def train_step(self):
+        """One optimizer step on data batch step + shift, and its metrics row. Returns (spike verdict, data
+        batch)."""
+        from train.schedule import lr_at
 
-    # 4. The loop.
-    fault_step = int(os.environ.get("GLASSBOX_FAULT_AFTER_STEP", 0)) or None
-    # tests: data batch N (0-based, the data_step of records) arrives as all-zero token ids (a corrupted batch)
-    bad_batch = int(os.environ["GLASSBOX_FAULT_BAD_BATCH"]) if os.environ.get("GLASSBOX_FAULT_BAD_BATCH") else None
-    rollbacks = 0
-    step = start
-    while step < stop:
-        data_step = step + shift
+        cfg, o, G, seq_len = self.cfg, self.cfg.optimizer, self.G, self.plan.seq_len
+        engine, step, data_step = self.engine, self.step, self.step + self.shift
         lr = lr_at(step, kind=cfg.schedule.kind, lr=o.lr, min_lr=o.min_lr, warmup_steps=cfg.schedule.warmup_steps,
-                   total_steps=horizon, decay_fraction=cfg.schedule.decay_fraction)
+                   total_steps=self.plan.horizon, decay_fraction=cfg.schedule.decay_fraction)
         for g in engine.optimizer.param_groups:
             g["lr"] = lr
-        batches = loader.train(data_step) if loads_data else None
-        if batches is not None and bad_batch == data_step:
-            batches = _zeroed(batches)
-        if guard:
-            guard.begin()
+        batches = self.loader.train(data_step) if self.loads_data else None
+        if self.faults:
+            batches = self.faults.batches(data_step, batches)
+        if self.guard:
+            self.guard.begin()
         t0 = time.perf_counter()
         loss = engine.train_batch(batches)
         seconds = time.perf_counter() - t0
-        step += 1
-        verdict = guard.finish() if guard else None
+        self.step = step = step + 1
+        verdict = self.guard.finish() if self.guard else None
         spiked = verdict is not None and verdict.spike
-        extra = {"samples_consumed": (data_step + 1) * G, **row_fields}
+        extra = {"samples_consumed": (data_step + 1) * G, **self.row_fields}
         if engine.agg_additional_losses:
             extra.update({k: float(v) for k, v in engine.agg_additional_losses.items()})
         if verdict is not None:
             extra.update(spike_loss_z=verdict.loss_z, spike_grad_norm_z=verdict.grad_norm_z,
                          update_skipped=int(spiked))
-        counts = telemetry.source_counts(data_step)
+        counts = self.telemetry.source_counts(data_step)
         if not spiked:
-            trained += counts
-            since_log += counts
-        if step % cfg.log.every == 0 or step == stop:
-            if rank == 0 and cfg.log.telemetry:
-                extra.update(telemetry.batch(data_step))
-                extra.update(telemetry.shares(trained, since_log))
-            since_log[:] = 0
+            self.trained += counts
+            self.since_log += counts
+        if step % cfg.log.every == 0 or step == self.plan.stop:
+            if self.rank == 0 and cfg.log.telemetry:
+                extra.update(self.telemetry.batch(data_step))
+                extra.update(self.telemetry.shares(self.trained, self.since_log))
+            self.since_log[:] = 0
         gn = engine.get_global_grad_norm()
-        metrics.train(step=step, tokens=step * G * seq_len, loss=float(loss), lr=lr,
-                      grad_norm=float(gn) if gn is not None else None, step_tokens=G * seq_len,
-                      seconds=seconds, **extra)
-        if samples is not None and step % cfg.log.sample_every == 0:
-            samples.write(step, data_step)
-        if fault_step == step and rank == 0:     # tests: a crash between checkpoints (GLASSBOX_FAULT_AFTER_STEP)
-            os.kill(os.getpid(), signal.SIGKILL)
-        if spiked:
-            newest = checkpoint.latest_complete(run) if rank == 0 else None
-            restore = _broadcast(newest[0] if newest else None)
-            action = t_cfg.on_spike if restore is not None else "skip"
-            if rank == 0:
-                note = "" if action == t_cfg.on_spike else " (no complete checkpoint yet to roll back to)"
-                record_spike(run, step=step, data_step=data_step, global_batch=G, judgement=verdict,
-                             action=action + note, order=order)
-                print(f"step {step:>6}/{stop} | spike: {verdict.reason} (loss {verdict.loss:.4g}, grad_norm "
-                      f"{verdict.grad_norm if verdict.grad_norm is None else format(verdict.grad_norm, '.4g')}); "
-                      f"update skipped{note}" + ("; rolling back" if action == "rollback" else ""), flush=True)
-            if action == "rollback":
-                rollbacks += 1
-                new_shift = step + shift + t_cfg.spike_rollback_skip - restore
-                err = None
-                if rollbacks > t_cfg.spike_max_rollbacks:
-                    err = (f"{rollbacks} spikes in this invocation, more than train.spike_max_rollbacks "
-                           f"({t_cfg.spike_max_rollbacks}): the spikes are not one bad batch. Lower the learning "
-                           "rate (or lengthen warmup, tighten clipping) and resume, or raise the limit")
-                elif (stop + new_shift) * G > order.n_samples:
-                    err = (f"rolling back to step {restore} needs the data order to reach sample "
-                           f"{(stop + new_shift) * G}; it holds {order.n_samples}. Resume (the order is extended "
-                           "at start)")
-                if err and rank == 0:
-                    print(f"error: {err}", file=sys.stderr)
-                if err:
-                    dist.barrier()
-                    _exit(2)
-                state = load_checkpoint(restore)
-                restored_shift = int(state.get("data_shift", 0))    # the current shift, unless resumed oddly
-                if rank == 0:
-                    rec = record_rollback(run, step=step, spike_data_step=data_step, restored_step=restore,
-                                          old_shift=restored_shift,
-                                          new_shift=new_shift, global_batch=G, judgement=verdict, order=order)
-                    dropped = metrics.truncate_after(restore)
-                    print(f"step {step:>6}/{stop} | rolled back to step {restore}; data batches "
-                          f"{rec['skipped_data_steps'][0]}-{rec['skipped_data_steps'][1] - 1} skipped "
-                          f"({rec['skipped_documents_total']} documents, rollbacks.jsonl); {dropped} metrics rows "
-                          "moved to metrics.discarded.jsonl", flush=True)
-                trained = trained_at(state, (restore + restored_shift) * G)
-                shift, step = new_shift, restore
-                since_log[:] = 0
-                guard.detector.load(state.get("spike_history"))
-                dist.barrier()
-                continue
-        if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
-            evaluate(step)
-        if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
-            save_checkpoint(step)
+        self.metrics.train(step=step, tokens=step * G * seq_len, loss=float(loss), lr=lr,
+                           grad_norm=float(gn) if gn is not None else None, step_tokens=G * seq_len,
+                           seconds=seconds, **extra)
+        if self.samples is not None and step % cfg.log.sample_every == 0:
+            self.samples.write(step, data_step)
+        if self.faults:
+            self.faults.after_step(step, self.rank)
+        return verdict, data_step
 
-    dist.barrier()
+    def on_spike(self, verdict, data_step: int) -> bool:
+        """Collective, after a step whose update the guard skipped: record it; with on_spike rollback and a
+        complete checkpoint, roll back to it. Returns whether it rolled back."""
+        from train import checkpoint
+        from train.monitor.spike import record_spike
+
+        t_cfg, step, stop = self.cfg.train, self.step, self.plan.stop
+        newest = checkpoint.latest_complete(self.run) if self.rank == 0 else None
+        restore = _broadcast(newest[0] if newest else None)
+        action = t_cfg.on_spike if restore is not None else "skip"
+        if self.rank == 0:
+            note = "" if action == t_cfg.on_spike else " (no complete checkpoint yet to roll back to)"
+            record_spike(self.run, step=step, data_step=data_step, global_batch=self.G, judgement=verdict,
+                         action=action + note, order=self.order)
+            print(f"step {step:>6}/{stop} | spike: {verdict.reason} (loss {verdict.loss:.4g}, grad_norm "
+                  f"{verdict.grad_norm if verdict.grad_norm is None else format(verdict.grad_norm, '.4g')}); "
+                  f"update skipped{note}" + ("; rolling back" if action == "rollback" else ""), flush=True)
+        if action != "rollback":
+            return False
+        self.rollback(restore, verdict, data_step)
+        return True
+
+    def rollback(self, restore: int, verdict, data_step: int) -> None:
+        """Collective: back to checkpoint ``restore`` with the data cursor moved past the bad window."""
+        import torch.distributed as dist
+
+        from train.monitor.spike import record_rollback
+
+        t_cfg, step, G = self.cfg.train, self.step, self.G
+        self.rollbacks += 1
+        new_shift = step + self.shift + t_cfg.spike_rollback_skip - restore
+        err = None
+        if self.rollbacks > t_cfg.spike_max_rollbacks:
+            err = (f"{self.rollbacks} spikes in this invocation, more than train.spike_max_rollbacks "
+                   f"({t_cfg.spike_max_rollbacks}): the spikes are not one bad batch. Lower the learning "
+                   "rate (or lengthen warmup, tighten clipping) and resume, or raise the limit")
+        elif (self.plan.stop + new_shift) * G > self.order.n_samples:
+            err = (f"rolling back to step {restore} needs the data order to reach sample "
+                   f"{(self.plan.stop + new_shift) * G}; it holds {self.order.n_samples}. Resume (the order is "
+                   "extended at start)")
+        if err:
+            if self.rank == 0:
+                print(f"error: {err}", file=sys.stderr)
+            dist.barrier()
+            _exit(2)
+        state = self.load_checkpoint(restore)
+        restored_shift = int(state.get("data_shift", 0))    # the current shift, unless resumed oddly
+        if self.rank == 0:
+            rec = record_rollback(self.run, step=step, spike_data_step=data_step, restored_step=restore,
+                                  old_shift=restored_shift, new_shift=new_shift, global_batch=G, judgement=verdict,
+                                  order=self.order)
+            dropped = self.metrics.truncate_after(restore)
+            print(f"step {step:>6}/{self.plan.stop} | rolled back to step {restore}; data batches "
+                  f"{rec['skipped_data_steps'][0]}-{rec['skipped_data_steps'][1] - 1} skipped "
+                  f"({rec['skipped_documents_total']} documents, rollbacks.jsonl); {dropped} metrics rows "
+                  "moved to metrics.discarded.jsonl", flush=True)
+        self.trained = self.trained_at(state, (restore + restored_shift) * G)
+        self.shift, self.step = new_shift, restore
+        self.since_log[:] = 0
+        self.guard.detector.load(state.get("spike_history"))
+        dist.barrier()
+
+    def finish(self) -> None:
+        """Collective: every rank done; rank 0 writes the diagnosis."""
+        import torch.distributed as dist
+
+        from train import checkpoint
+
+        dist.barrier()
+        if self.rank == 0:
+            _diagnose(self.run, self.plan.vocab_size)
+            for sink in self.sinks:
+                sink.close()
+            print(f"{self.run}: done at step {self.plan.stop}; checkpoint {checkpoint.tag_for(self.plan.stop)}",
+                  flush=True)
+
+
+def main(argv=None) -> int:
+    if os.environ.get("TORCHELASTIC_RUN_ID"):   # launched by torchrun: die with it
+        die_with_parent()
+    args = parse_args(argv)
+    rank0 = os.environ.get("RANK", "0") == "0"   # every rank checks; one says it
+    try:
+        c = check(args)                                                          # 0. config, manifest, plan
+    except (ConfigError, ManifestError) as e:
+        if rank0:
+            print(f"error: {e}", file=sys.stderr)
+        return 2
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    if world != c.cfg.world_size:
+        if rank0:
+            print(f"error: {args.config}: parallel.tp x pp x dp = {c.cfg.world_size} processes, but {world} were "
+                  f"launched; run torchrun --nproc_per_node={c.cfg.world_size} (make pretrain does) or change "
+                  "parallel.dp", file=sys.stderr)
+        return 2
+
+    init_distributed()
+    import torch.distributed as dist
+
+    rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
+    run = Path(args.run).resolve()
+    cache = prepare_shards(c, local_rank)                                        # 1. shards, token cache
+    point = find_resume_point(run, c.cfg, args.init)                             # 2. resume point, run record
+    if c.switch_from is not None and nothing_to_do(run, c, point, rank):
+        _exit(0)
+    err = None
     if rank == 0:
-        _diagnose(run, plan["vocab_size"])
-        for sink in sinks:
-            sink.close()
-        print(f"{run}: done at step {stop}; checkpoint {checkpoint.tag_for(stop)}", flush=True)
+        try:
+            prepare_record(run, args, c, point, cache, world)
+        except (RuntimeError, ValueError, OSError) as e:
+            err = str(e)
+    _exit_on_any(err)
+    if nothing_to_do(run, c, point, rank):
+        _exit(0)
+    order = timeline.load_order(run, c.manifest, cache)
+    training = Training(run, args, c, point, order, rank, world)                 # 3. engine, resumed
+    training.train()                                                             # 4. the loop, rollbacks
+    training.finish()
     _exit(0)
     return 0
 
@@ -530,13 +641,6 @@ def _broadcast(value):
     box = [value]
     dist.broadcast_object_list(box, src=0)
     return box[0]
-
-
-def _zeroed(batches):
-    """Tests (GLASSBOX_FAULT_BAD_BATCH): every token id of the batch replaced by 0 (what a shard of zero bytes
-    decodes to); the same on the first and last pipeline stage."""
-    for x, y in batches:
-        yield x.new_zeros(x.shape), y.new_zeros(y.shape)
 
 
 def _diagnose(run: Path, vocab_size: int) -> None:

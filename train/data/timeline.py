@@ -43,6 +43,7 @@ import numpy as np
 from train.data.manifest import Manifest, ManifestError
 from train.data.sample_index import DataOrder
 from train.data.shards import ShardCache
+from train.plan import read_plan_or_none
 
 SEGMENT0 = "data_order"
 
@@ -121,11 +122,11 @@ def switch_from(run: str | Path, manifest: Manifest, seq_len: int, asked: bool =
             f"{old_tok}, manifest {cur['path']}); token ids would mean other pieces to the model. A run continues "
             "only on manifests of its own tokenizer: tokenize the new data with it (tokenize.tokenizer: <the run's "
             "tokenizer.model>) and mix again, or train this manifest in a new RUN")
-    resolved = _json(Path(run) / "config.json") or {}
-    if resolved.get("seq_len") not in (None, seq_len):
+    plan = read_plan_or_none(run)
+    if plan is not None and plan.seq_len != seq_len:
         raise TimelineError(
             f"{manifest.path}: its max_seq_len gives sequences of {seq_len} tokens, run {run} trains "
-            f"{resolved['seq_len']}; mix the new version with max_seq_len {resolved['seq_len']}")
+            f"{plan.seq_len}; mix the new version with max_seq_len {plan.seq_len}")
     return cur
 
 

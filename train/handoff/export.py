@@ -84,7 +84,7 @@ class Prepared:
         self.hf_sd = weights.to_hf(self.sd, self.cfg, torch_dtype)
         self.reference_sd = weights.reference_state_dict(self.sd, torch_dtype)
         try:
-            order = rundata.held_out(self.ckpt.run, self.manifest, self.ckpt.resolved)
+            order = rundata.held_out(self.ckpt.run, self.manifest, self.ckpt.plan)
         except rundata.RunDataError as e:
             print(f"warning: held-out data unavailable ({e}); checking on fixed text", file=sys.stderr)
             order = None

@@ -234,7 +234,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     ctx = int(hf_config["max_position_embeddings"])
     vocab = int(hf_config["vocab_size"])
     run = Path(rec["run_dir"])
-    order = rundata.held_out(run, rundata.run_manifest(run, rec["manifest"]["path"]), weights.load_resolved(run))
+    order = rundata.held_out(run, rundata.run_manifest(run, rec["manifest"]["path"]), weights.load_plan(run))
 
     model = AutoModelForCausalLM.from_pretrained(str(export_dir), dtype=torch.float32).eval()
     tokenizer = AutoTokenizer.from_pretrained(str(export_dir))

@@ -111,8 +111,7 @@ def perplexity(path, *, step=None, manifest=None, batch_size=8) -> dict:
     t0 = time.perf_counter()
     kind, run, step, logits_fn, vocab, where = open_model(Path(path), step)
     man = rundata.run_manifest(run, manifest or where.get("manifest"))
-    resolved = weights.load_resolved(run)
-    order = rundata.held_out(run, man, resolved)
+    order = rundata.held_out(run, man, weights.load_plan(run))
     if order is None:
         raise EvalError(f"{run} held out no validation documents (it trained with eval.every: 0, or every source "
                         "was too small to hold any out); perplexity on held-out data needs a run with eval.every > 0")

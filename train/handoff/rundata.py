@@ -63,7 +63,7 @@ def special_ids(manifest: Manifest) -> dict[str, int | None]:
     return out
 
 
-def held_out(run: str | Path, manifest: Manifest, resolved: dict):
+def held_out(run: str | Path, manifest: Manifest, plan):
     """The run's ``DataOrder`` when it held out validation documents, else None. Verifies the shards against
     the manifest and builds the token cache where missing, as the trainer does."""
     from train.data.sample_index import DataOrder
@@ -78,10 +78,10 @@ def held_out(run: str | Path, manifest: Manifest, resolved: dict):
     meta = json.loads((record / "meta.json").read_text())
     if not meta.get("val_sources"):
         return None
-    data_cfg = (resolved.get("config") or {}).get("data") or {}
+    data_cfg = plan.section("data")          # plan: train.plan.Plan
     cache_dir = (Path(data_cfg["cache_dir"]) if data_cfg.get("cache_dir")
                  else manifest.path.parent.parent / "token_cache")
-    cache = ShardCache(cache_dir, int(resolved.get("vocab_size") or manifest.vocab_size), manifest.eos_id)
+    cache = ShardCache(cache_dir, plan.vocab_size, manifest.eos_id)
     try:
         for src in manifest.sources.values():
             for shard in src.shards:

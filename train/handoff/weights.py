@@ -24,7 +24,6 @@ even split and masks those logits to -inf, so without them the logits over the r
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import torch
 
 from train.checkpoint import COMPLETE, checkpoints_dir, complete_checkpoints, layer_names_for
 from train.model import Llama, ModelConfig
+from train.plan import Plan, PlanError, read_plan
 
 
 class ExportError(RuntimeError):
@@ -52,32 +52,25 @@ class RunCheckpoint:
     path: Path
     layout: dict            # {"tp", "pp", "dp"}
     info: dict              # complete.json
-    resolved: dict          # the run's config.json
-    model_cfg: ModelConfig
+    plan: Plan              # the run's config.json
+
+    @property
+    def model_cfg(self) -> ModelConfig:
+        return self.plan.model
 
 
-def load_resolved(run: Path) -> dict:
-    p = Path(run) / "config.json"
-    if not p.is_file():
-        raise ExportError(f"{run}: not a run directory (no config.json); pass the directory make pretrain "
-                          "trained into (runs/<name>)")
-    return json.loads(p.read_text())
-
-
-def model_config(resolved: dict) -> ModelConfig:
-    fields = {f.name for f in dataclasses.fields(ModelConfig)}
-    raw = resolved.get("model") or {}
-    missing = sorted(f for f in ("vocab_size", "n_layers", "d_model", "n_heads", "n_kv_heads", "ffn_hidden")
-                     if f not in raw)
-    if missing:
-        raise ExportError(f"config.json: model.{missing[0]} missing; the run record is incomplete")
-    return ModelConfig(**{k: v for k, v in raw.items() if k in fields})
+def load_plan(run: Path) -> Plan:
+    """The run's plan (config.json), as an ExportError when it is missing or incomplete."""
+    try:
+        return read_plan(run)
+    except PlanError as e:
+        raise ExportError(str(e)) from None
 
 
 def find_checkpoint(run: str | Path, step: int | None = None) -> RunCheckpoint:
     """The newest complete checkpoint of ``run`` (or the one of ``step``)."""
     run = Path(run).resolve()
-    resolved = load_resolved(run)
+    plan = load_plan(run)
     done = complete_checkpoints(run)
     steps = [s for s, _ in done]
     if step is None:
@@ -94,10 +87,9 @@ def find_checkpoint(run: str | Path, step: int | None = None) -> RunCheckpoint:
                               f"{', '.join(map(str, steps)) or 'none'}")
         path = match[0]
     info = json.loads((path / COMPLETE).read_text())
-    layout = info.get("layout") or (resolved.get("config") or {}).get("parallel") or {}
+    layout = info.get("layout") or plan.section("parallel")
     layout = {k: int(layout.get(k, 1)) for k in ("tp", "pp", "dp")}
-    return RunCheckpoint(run=run, step=step, path=path, layout=layout, info=info, resolved=resolved,
-                         model_cfg=model_config(resolved))
+    return RunCheckpoint(run=run, step=step, path=path, layout=layout, info=info, plan=plan)
 
 
 def meta_model(cfg: ModelConfig) -> Llama:

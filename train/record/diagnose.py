@@ -43,7 +43,6 @@ import dataclasses
 import json
 import math
 import sys
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -740,9 +739,8 @@ RUN_SPIKE_SETTINGS = {"spike_loss_z": "spike_z", "spike_grad_norm_z": "spike_gra
                       "spike_min_rel": "spike_min_rel"}
 
 
-def with_run_spike_settings(cfg: DiagnoseConfig, run_config: dict | None) -> DiagnoseConfig:
-    """The run's own spike rule (its resolved config.json), so the diagnosis judges as its monitor did."""
-    train = (run_config or {}).get("train") if isinstance(run_config, dict) else None
+def with_run_spike_settings(cfg: DiagnoseConfig, train: dict | None) -> DiagnoseConfig:
+    """The run's own spike rule (the ``train`` section of its plan), so the diagnosis judges as its monitor did."""
     if not cfg.spike_from_run or not isinstance(train, dict):
         return cfg
     given = {ours: train[theirs] for theirs, ours in RUN_SPIKE_SETTINGS.items()
@@ -752,7 +750,7 @@ def with_run_spike_settings(cfg: DiagnoseConfig, run_config: dict | None) -> Dia
 
 def assess_run(rec, vocab_size: int | None = None, cfg: DiagnoseConfig | None = None) -> Diagnosis:
     """``assess`` on a read record (load.RunRecord): its rows, vocabulary, manifest and spike settings."""
-    cfg = with_run_spike_settings(cfg or DiagnoseConfig(), rec.config)
+    cfg = with_run_spike_settings(cfg or DiagnoseConfig(), rec.plan.section("train") if rec.plan else None)
     return assess(rec.rows, vocab_size=vocab_size or rec.vocab_size, cfg=cfg, manifest=rec.manifest)
 
 

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from train.plan import Plan, read_plan_or_none
+
 METRICS_FILE = "metrics.jsonl"
 
 
@@ -204,7 +206,8 @@ class RunRecord:
     extra: dict = field(default_factory=dict)
     format: str = "glassbox"            # which reader read it (train/record/formats.py)
     label: str | None = None            # the name to show, when the directory's name is not it
-    manifest: dict | None = None        # manifest.json of a Glassbox run directory (the plan it trained on)
+    manifest: dict | None = None        # manifest.json of a Glassbox run directory (the mixture it trained on)
+    plan: Plan | None = None            # a Glassbox run's config.json read as its plan (train/plan.py)
     notes: list[str] = field(default_factory=list)   # what the reader mapped or left out, for the summary
 
     @property
@@ -223,7 +226,7 @@ class RunRecord:
 
     @property
     def vocab_size(self) -> int | None:
-        return vocab_size_of(self.config)
+        return self.plan.vocab_size if self.plan else vocab_size_of(self.config)
 
 
 def read_glassbox(path: str | Path) -> RunRecord:
@@ -241,7 +244,8 @@ def read_glassbox(path: str | Path) -> RunRecord:
                      format="glassbox" if own else "jsonl",
                      config=_read_json(run_dir / "config.json") if own else None,
                      run=_read_json(run_dir / "run.json") if own else None,
-                     manifest=_read_json(run_dir / "manifest.json") if own else None)
+                     manifest=_read_json(run_dir / "manifest.json") if own else None,
+                     plan=read_plan_or_none(run_dir) if own else None)
 
 
 def read_run(path: str | Path, fmt: str = "auto", tags: dict[str, str] | None = None) -> RunRecord:

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from glassbox.contracts import llama_param_count
 from train.record.diagnose import (DiagnoseConfig, Diagnosis, Finding, add_reader_args, assess_run,
                                    rolling_median, smooth_window)
 from train.record.formats import FORMAT_NAMES, FORMATS, parse_tags
@@ -319,17 +318,6 @@ def compare_figure(rec: RunRecord, other: RunRecord) -> bytes:
 
 # ------------------------------------------------------------------------------------------------ summary
 
-def param_count(model: dict) -> int | None:
-    """Parameters of the resolved model shape (config.json "model"), without importing torch."""
-    try:
-        return llama_param_count(d_model=int(model["d_model"]), n_layers=int(model["n_layers"]),
-                                 n_heads=int(model["n_heads"]), n_kv_heads=int(model.get("n_kv_heads") or 0) or None,
-                                 ffn_hidden=int(model["ffn_hidden"]), vocab_size=int(model["vocab_size"]),
-                                 vocab_multiple=int(model.get("vocab_multiple") or 1))
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
 def _fmt_count(n: float) -> str:
     for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(n) >= div:
@@ -349,15 +337,12 @@ def summary(rec: RunRecord, findings: list[Finding], not_judged: list[dict] | No
     if rec.format != "glassbox":
         out.append(("read as", FORMAT_NAMES.get(rec.format, rec.format)
                     + "".join(f"; {n}" for n in rec.notes)))
-    cfg = rec.config or {}
-    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else None
-    if model:
-        shape = ", ".join(f"{k} {model[k]}" for k in ("n_layers", "d_model", "n_heads", "n_kv_heads", "ffn_hidden")
-                          if k in model)
-        out.append(("model", shape))
-        p = param_count(model)
-        if p:
-            out.append(("parameters", _fmt_count(p)))
+    cfg = rec.plan.to_json() if rec.plan else {}          # a Glassbox run's plan (train/plan.py)
+    if rec.plan:
+        m = rec.plan.model
+        out.append(("model", f"n_layers {m.n_layers}, d_model {m.d_model}, n_heads {m.n_heads}, n_kv_heads "
+                             f"{m.n_kv_heads}, ffn_hidden {m.ffn_hidden}"))
+        out.append(("parameters", _fmt_count(m.num_params())))
     if rec.vocab_size:
         out.append(("vocabulary", str(rec.vocab_size)))
     for key, label in (("seq_len", "sequence length"), ("tokens_per_step", "tokens per step"),

@@ -24,6 +24,8 @@ import json
 import sys
 from pathlib import Path
 
+from train.plan import PlanError, read_plan
+
 SIGNALS = ("url", "lang", "quality_ft", "perplexity", "ppl_bucket")
 DOC_DIRS = ("decontaminated", "dedup")
 
@@ -106,9 +108,12 @@ def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
     run = Path(run)
     if not run.is_dir():
         raise TraceError(f"{run}: no such run directory")
-    resolved = _read_json(run / "config.json")
+    try:
+        plan = read_plan(run)
+    except PlanError as e:
+        raise TraceError(str(e)) from None
     record = _read_json(run / "run.json")
-    G = int(resolved["config"]["train"]["global_batch_size"])
+    G = plan.global_batch_size
     if step < 1:
         raise TraceError(f"--step: steps count from 1, got {step}")
     segs = timeline.segments(record, run)
@@ -122,7 +127,7 @@ def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
     if manifest.content_hash != want:
         raise TraceError(f"{path}: content_hash {manifest.content_hash[:12]}... is not the {want[:12]}... of "
                          f"{seg['path']}, the manifest step {step} trained on; pass that one")
-    cache_dir = resolved["config"]["data"].get("cache_dir")
+    cache_dir = plan.section("data").get("cache_dir")
     cache = ShardCache(Path(cache_dir) if cache_dir else manifest.path.parent.parent / "token_cache",
                        manifest.vocab_size, manifest.eos_id)
     for src in manifest.sources.values():
