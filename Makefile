@@ -3,6 +3,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(CURDIR)/$(VENV)/bin/python
+GLASSBOX := $(CURDIR)/$(VENV)/bin/glassbox
 SPARK_SUBMIT := $(CURDIR)/$(VENV)/bin/spark-submit
 
 SPARK_MASTER ?= local[*]
@@ -85,7 +86,7 @@ tokenize: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) $(EVENT_LOG) \
-	  jobs/tokenize.py --config $(CONFIG) --data $(DATA)
+	  jobs/tokens.py --config $(CONFIG) --data $(DATA)
 
 # The mixture manifest the trainer reads: DATA/manifests/<name of MIX>.json (needs `make tokenize`).
 # With REWEIGHT_FROM=runs/<run> [REFERENCE=runs/<ref>] [STEP=N]: the next version, DATA/manifests/<name>.v<k>.json,
@@ -119,7 +120,7 @@ demo: setup
 	@echo "== 3/7 mix: the mixture manifest"
 	$(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
 	@echo "== 4/7 pretrain: the tiny model on that manifest (resumes if $(RUN) exists)"
-	$(MAKE) --no-print-directory pretrain RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
+	$(MAKE) --no-print-directory pretrain TRAIN_CONFIG=train/configs/tiny.yaml RUN=$(RUN) $(if $(STEPS),STEPS=$(STEPS))
 	@echo "== 5/7 report: the curves and the diagnosis's reading of them"
 	$(MAKE) --no-print-directory report RUN=$(RUN)
 	@echo "== 6/7 re-weight: the mixture's next version from the run's per-source validation loss"
@@ -173,8 +174,10 @@ clean:
 	rm -rf data build spark-warehouse
 
 # Training (train/): a Llama-style model on a mixture manifest with DeepSpeed (README, "Training").
-#   make pretrain CONFIG=train/configs/<cfg>.yaml MANIFEST=<data>/manifests/<name>.json RUN=runs/<name> [STEPS=N]
-#                 [INIT=<Hugging Face LlamaForCausalLM dir>]      (TRAIN_CONFIG= is the same as CONFIG=)
+#   make pretrain TRAIN_CONFIG=train/configs/<cfg>.yaml MANIFEST=<data>/manifests/<name>.json RUN=runs/<name>
+#                 [STEPS=N] [INIT=<Hugging Face LlamaForCausalLM dir>]
+#   (CONFIG= names the pipeline config everywhere else; given to make pretrain it is read as TRAIN_CONFIG, with
+#   a one-line notice)
 # Defaults: the tiny config on the bundled sample's manifest, built first when missing. The process count
 # is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further), in the
 # config's layout even when the checkpoint was written in another (train/reshard.py), on the manifest it trains
@@ -188,12 +191,14 @@ MANIFEST ?= $(if $(wildcard $(RUN)/run.json),,$(SAMPLE_MANIFEST))
 STEPS ?=
 HOSTFILE ?=
 INIT ?=
-TRAIN_CONFIG = $(if $(filter file default undefined,$(origin CONFIG)),train/configs/tiny.yaml,$(CONFIG))
-TRAIN_ARGS = --config $(TRAIN_CONFIG) $(if $(MANIFEST),--manifest $(MANIFEST)) --run-dir $(RUN) $(if $(STEPS),--steps $(STEPS)) \
+CONFIG_GIVEN := $(filter-out file default undefined,$(origin CONFIG))
+TRAIN_CONFIG ?= $(if $(CONFIG_GIVEN),$(CONFIG),train/configs/tiny.yaml)
+TRAIN_ARGS = $(RUN) --config $(TRAIN_CONFIG) $(if $(MANIFEST),--manifest $(MANIFEST)) $(if $(STEPS),--steps $(STEPS)) \
   $(if $(INIT),--init $(INIT))
 
 .PHONY: pretrain
 pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))
+	$(if $(and $(CONFIG_GIVEN),$(filter file,$(origin TRAIN_CONFIG))),@echo "note: make pretrain reads CONFIG=$(CONFIG) as the trainer config; name it TRAIN_CONFIG=$(CONFIG) (CONFIG= is the pipeline config)")
 	$(PY) -m train.config $(TRAIN_CONFIG)
 ifeq ($(HOSTFILE),)
 	$(PY) -m train.launch --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
@@ -222,7 +227,7 @@ ifneq ($(API_KEY),)
 serve: export GLASSBOX_API_KEY = $(API_KEY)
 endif
 
-# llama.cpp for GGUF files (train.export --gguf, make serve MODEL=<export>/model-q8_0.gguf), asked for explicitly:
+# llama.cpp for GGUF files (glassbox export --gguf, make serve MODEL=<export>/model-q8_0.gguf), asked for explicitly:
 # llama-cpp-python 0.3.36 compiles llama.cpp from its sdist (pip keeps the wheel in its cache afterwards), and
 # llama.cpp's converter (convert_hf_to_gguf.py, conversion/ and the gguf-py it is written against, newer than
 # PyPI's gguf of the same version number) is taken from the same sdist into build/llama.cpp.
@@ -244,7 +249,7 @@ $(GGUF_CONVERTER): | $(VENV)/.setup-done
 .PHONY: serve
 serve: setup
 	$(if $(MODEL),,$(error make serve needs MODEL=<exported model directory>))
-	$(PY) -m train.serve --model $(MODEL) --host $(SERVE_HOST) --port $(PORT) --tp $(TP) $(if $(NAME),--served-model-name $(NAME))
+	$(GLASSBOX) serve --model $(MODEL) --host $(SERVE_HOST) --port $(PORT) --tp $(TP) $(if $(NAME),--served-model-name $(NAME))
 
 # Reading a run (train/record/): diagnosis of its loss curves and one self-contained HTML report (README,
 # "Reading a run").
@@ -261,30 +266,30 @@ $(CHROMIUM):
 
 .PHONY: report diagnose corpus-report
 report: setup
-	$(PY) -m train.report $(RUN) $(if $(COMPARE),--compare $(COMPARE))
+	$(GLASSBOX) report $(RUN) $(if $(COMPARE),--compare $(COMPARE))
 
 diagnose: setup
-	$(PY) -m train.diagnose $(RUN)
+	$(GLASSBOX) diagnose $(RUN)
 
 # What the pipeline kept and dropped, one self-contained page: DATA/report.html (pipeline/corpus_report.py).
 corpus-report: setup
-	$(PY) -m pipeline.corpus_report $(DATA)
+	$(GLASSBOX) corpus-report $(DATA)
 
 # The documents (source, id, url, quality signals, token ranges) of one step's batch, from the run record.
-#   make trace RUN=runs/<name> STEP=N          (python -m train.trace RUN --step N [--json])
+#   make trace RUN=runs/<name> STEP=N          (glassbox trace RUN --step N [--json])
 .PHONY: trace
 trace: setup
 	$(if $(STEP),,$(error make trace needs STEP=<optimizer step>, e.g. make trace RUN=$(RUN) STEP=25))
-	$(PY) -m train.trace $(RUN) --step $(STEP)
+	$(GLASSBOX) trace $(RUN) --step $(STEP)
 
-# Export and evaluation (train/handoff/; README, "Export and evaluation").
+# Export and evaluation (train/export/, train/evaluation/; README, "Export and evaluation").
 #   make export RUN=runs/<name> [OUT=runs/<name>/export] [STEP=N] [FORCE=1]
 #     the newest complete checkpoint (or STEP), any TP x PP x DP layout, as a Hugging Face LlamaForCausalLM
 #     directory; written only when it matches the training model (logits, greedy text, weights, val_loss)
-#   make evaluate RUN=runs/<name> [OUT=<export dir>] [TASKS=glassbox_cloze,glassbox_wikitext] [LIMIT=N]
+#   make evaluate [MODEL=<export dir>, default RUN/export] [TASKS=glassbox_cloze,glassbox_wikitext] [LIMIT=N]
 #                 [BASELINE=<another export dir>]
-#     held-out perplexity per source -> OUT/eval/perplexity.json; lm-eval tasks -> OUT/eval/harness.json;
-#     with BASELINE, a blind side-by-side sheet of both models' answers -> OUT/eval/compare.{csv,md,key.json}
+#     held-out perplexity per source -> MODEL/eval/perplexity.json; lm-eval tasks -> MODEL/eval/harness.json;
+#     with BASELINE, a blind side-by-side sheet of both models' answers -> MODEL/eval/compare.{csv,md,key.json}
 OUT ?= $(RUN)/export
 STEP ?=
 FORCE ?=
@@ -294,9 +299,10 @@ BASELINE ?=
 
 .PHONY: export evaluate
 export: setup
-	$(PY) -m train.export $(RUN) --out $(OUT) $(if $(STEP),--step $(STEP)) $(if $(FORCE),--force)
+	$(GLASSBOX) export $(RUN) --out $(OUT) $(if $(STEP),--step $(STEP)) $(if $(FORCE),--force)
 
+EVAL_MODEL = $(or $(MODEL),$(RUN)/export)
 evaluate: setup
-	$(PY) -m train.evaluate perplexity $(OUT)
-	$(PY) -m train.evaluate harness $(OUT) $(if $(TASKS),--tasks $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
-	$(if $(BASELINE),$(PY) -m train.evaluate compare $(OUT) $(BASELINE) --out $(OUT)/eval/compare.csv)
+	$(GLASSBOX) evaluate perplexity $(EVAL_MODEL)
+	$(GLASSBOX) evaluate harness $(EVAL_MODEL) $(if $(TASKS),--tasks $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
+	$(if $(BASELINE),$(GLASSBOX) evaluate compare $(EVAL_MODEL) $(BASELINE) --out $(EVAL_MODEL)/eval/compare.csv)

@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 import pyarrow.dataset as ds  # noqa: E402
 
 from pipeline.config import parse_config  # noqa: E402
-from pipeline.perplexity import get_scorer  # noqa: E402
+from pipeline.kenlm_scoring import get_scorer  # noqa: E402
 from pipeline.quality import get_classifier  # noqa: E402
 
 

@@ -3,8 +3,8 @@
     python bench/serve_quantized.py --export runs/x/export [--formats q8_0,q4_k_m] [--requests 32]
                                     [--max-tokens 64] [--threads 2] [--out build/bench/serve_quantized.json]
 
-The export needs its GGUF files first (``python -m train.export runs/x/export --gguf q8_0,q4_k_m``). For each
-model, a real ``python -m train.serve`` on 127.0.0.1 gets the same greedy completions of train/eval_prompts.jsonl
+The export needs its GGUF files first (``glassbox export runs/x/export --gguf q8_0,q4_k_m``). For each
+model, a real ``glassbox serve`` on 127.0.0.1 gets the same greedy completions of train/evaluation/prompts.jsonl
 (``--max-tokens`` each) from 1 client, then from 8 concurrent clients (``--requests`` in all, after two warm-up
 requests): generated tokens per second over the wall time, and the p50 / p99 of the request latency. The servers
 run one after another with the same ``--threads``, so the rows compare the backends and formats on one machine at
@@ -32,7 +32,7 @@ LISTENING = re.compile(r"listening on (http://[\d.]+:\d+/v1)")
 
 
 def start(model: Path, threads: int, timeout: float = 600) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "train.serve", "--model", str(model), "--port", "0", "--served-model-name", "m",
+    cmd = [sys.executable, "-m", "train.serving.serve", "--model", str(model), "--port", "0", "--served-model-name", "m",
            "--threads", str(threads), "--log-level", "warning"]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"})
@@ -95,13 +95,13 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "serve_quantized.json")
     a = p.parse_args(argv)
-    from train.handoff.compare import read_prompts
+    from train.evaluation.compare import read_prompts
 
     models = [("full precision (torch)", a.export)]
     for fmt in [f.strip() for f in a.formats.split(",") if f.strip()]:
         path = a.export / f"model-{fmt}.gguf"
         if not path.is_file():
-            raise SystemExit(f"bench: {path} is missing; run python -m train.export {a.export} --gguf {a.formats}")
+            raise SystemExit(f"bench: {path} is missing; run glassbox export {a.export} --gguf {a.formats}")
         models.append((f"{fmt} (llama.cpp)", path))
     texts = [r["prompt"] for r in read_prompts()]
     prompts = [texts[i % len(texts)] for i in range(a.requests)]

@@ -16,9 +16,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "diagnose": ("train.record.diagnose", "findings about a run's loss curves (any trainer's logs): RUN"),
     "report": ("train.record.report", "one self-contained HTML page of a run, optionally against another: RUN"),
     "trace": ("train.record.trace", "the documents of one step's batch: RUN --step N"),
-    "export": ("train.handoff.export", "a run's checkpoint as a Hugging Face model (and GGUF files): RUN --out DIR"),
-    "evaluate": ("train.handoff.evaluate", "held-out perplexity, lm-eval tasks, blind comparison: SUBCOMMAND MODEL"),
-    "serve": ("train.serve", "an OpenAI-compatible server for an exported model or a GGUF file: MODEL"),
+    "export": ("train.export.export", "a run's checkpoint as a Hugging Face model (and GGUF files): RUN --out DIR"),
+    "evaluate": ("train.evaluation.evaluate", "held-out perplexity, lm-eval tasks, blind comparison: SUBCOMMAND MODEL"),
+    "serve": ("train.serving.serve", "an OpenAI-compatible server for an exported model or a GGUF file: MODEL"),
     "batch": ("train.serving.batch", "resumable batch inference against a server: INPUT.jsonl OUTPUT.jsonl --url"),
     "estimate": ("train.estimate", "memory, layout and speed of a model for training and serving"),
 }

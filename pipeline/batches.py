@@ -111,7 +111,7 @@ def score_partition(score_cfg, input_schema: pa.Schema):
     out_schema = pa.schema(list(input_schema) + [pa.field(n, t) for n, _, t in SCORE_COLUMNS])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pipeline.perplexity import available_languages, get_scorer
+        from pipeline.kenlm_scoring import available_languages, get_scorer
         from pipeline.quality import get_classifier
 
         classifier = get_classifier(_resolve_model(score_cfg.fasttext_model))

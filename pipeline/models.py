@@ -2,7 +2,7 @@
 fastText loader (language ID and the quality classifier).
 
 The language identifier (pipeline/langid.py), the quality classifier (pipeline/quality.py) and the
-perplexity model (pipeline/perplexity.py) all raise `ModelError`, so a job can catch one type and print
+perplexity model (pipeline/kenlm_scoring.py) all raise `ModelError`, so a job can catch one type and print
 one kind of message.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Column names and row statuses shared by every stage (see DESIGN.md, "Data contracts")."""
+"""Column names and row statuses shared by every stage (docs/architecture.md, "Data contracts")."""
 
 # What happened to one input record in a stage.
 KEPT = "kept"

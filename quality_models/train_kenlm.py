@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from glassbox.contracts import sha256_file
-from pipeline.perplexity import PerplexityScorer, model_paths, normalize_for_lm
+from pipeline.kenlm_scoring import PerplexityScorer, model_paths, normalize_for_lm
 
 ROOT = Path(__file__).resolve().parents[1]
 KENLM_BIN = Path(os.environ.get("KENLM_BIN", ROOT / "build" / "kenlm" / "bin"))
@@ -316,7 +316,7 @@ def _model_card(texts, contrast, sp_path: Path, lm_path: Path, params: dict, m: 
     return f"""# KenLM perplexity model: `{lang}`
 
 A {params['order']}-gram KenLM model over sentencepiece pieces, in the manner of CCNet: low perplexity means
-"reads like the reference text". `pipeline/perplexity.py` loads it; `jobs/score.py` turns the
+"reads like the reference text". `pipeline/kenlm_scoring.py` loads it; `jobs/score.py` turns the
 per-language perplexities into `head`/`middle`/`tail` buckets. Retrain with `make quality-models`, or on
 your own text with `python -m quality_models.train_kenlm --text FILE --lang {lang} --out DIR`.
 
@@ -337,7 +337,7 @@ Read one paragraph per line (format: `{params['text_format']}`; WikiText escapes
 dropped, ` = Heading = ` lines skipped, word tokenization partly undone). {m['train_lines']:,} lines train the
 tokenizer and the LM ({m['train_tokens']:,} pieces); {m['heldout_lines']:,} lines (a deterministic
 {params['heldout_fraction']:.0%} chosen by SHA-1 of the line) are held out for the numbers below. Text is
-normalised with `pipeline.perplexity.normalize_for_lm` (lower-case, accents stripped, digits to 0,
+normalised with `pipeline.kenlm_scoring.normalize_for_lm` (lower-case, accents stripped, digits to 0,
 typographic punctuation to ASCII) before both training and scoring.
 
 ## Parameters

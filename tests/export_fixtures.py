@@ -63,7 +63,7 @@ def tiny_runs() -> dict:
 
 def exported(name: str, step: int | None = None) -> Path:
     """The export (in this process) of a tiny run's checkpoint, once."""
-    from train.handoff.export import export
+    from train.export.export import export
 
     runs = tiny_runs()
     key = ("export", name, step)

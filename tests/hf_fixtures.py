@@ -2,7 +2,7 @@
 
 A real sentencepiece BPE tokenizer trained on the bundled WikiText-2 validation text with the project's own
 settings (pipeline/tokenize.py: identity normalisation, byte fallback, unk 0 / bos 1 / eos = <eod> 2 / pad 3),
-wrapped into HF tokenizer files by ``train.hf_tokenizer.save_hf_tokenizer``, and a randomly initialised
+wrapped into HF tokenizer files by ``train.export.hf_tokenizer.save_hf_tokenizer``, and a randomly initialised
 2-layer Llama with that vocabulary, saved with ``save_pretrained``. Seconds to build on a CPU.
 """
 from __future__ import annotations
@@ -42,7 +42,7 @@ def build_tiny_llama(out_dir: Path, *, vocab_size: int = 800, n_layers: int = 2,
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from train.hf_tokenizer import save_hf_tokenizer
+    from train.export.hf_tokenizer import save_hf_tokenizer
 
     out_dir = Path(out_dir)
     sp_path = train_sp_model(out_dir.parent / f"{out_dir.name}-sp" / "tokenizer.model", vocab_size)

@@ -1,4 +1,4 @@
-"""A real ``python -m train.serve`` process on 127.0.0.1 for the serving and batch tests."""
+"""A real ``python -m train.serving.serve`` process on 127.0.0.1 for the serving and batch tests."""
 from __future__ import annotations
 
 import os
@@ -28,7 +28,7 @@ class ServerProcess:
         self.url = ""
 
     def start(self) -> "ServerProcess":
-        cmd = self.command or [sys.executable, "-m", "train.serve", "--model", str(self.model_dir), "--port",
+        cmd = self.command or [sys.executable, "-m", "train.serving.serve", "--model", str(self.model_dir), "--port",
                                str(self.port), "--served-model-name", self.name, "--threads", "1", "--log-level",
                                self.log_level, *self.args]
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false", **self.extra_env}

@@ -1,4 +1,4 @@
-"""python -m train.batch against a real server that is killed mid-run: every input id ends up exactly once."""
+"""python -m train.serving.batch against a real server that is killed mid-run: every input id ends up exactly once."""
 from __future__ import annotations
 
 import json
@@ -37,7 +37,7 @@ def read_output(path: Path) -> list[dict]:
 
 
 def start_batch(inp: Path, out: Path, url: str, summary: Path, *extra: str) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "train.batch", str(inp), str(out), "--url", url, "--concurrency", "3",
+    cmd = [sys.executable, "-m", "train.serving.batch", str(inp), str(out), "--url", url, "--concurrency", "3",
            "--max-tokens", "40", "--temperature", "1", "--timeout", "60", "--retries", "60", "--backoff", "0.2",
            "--max-backoff", "1.5", "--summary", str(summary), *extra]
     return subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

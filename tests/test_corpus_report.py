@@ -138,7 +138,7 @@ def test_make_corpus_report_command_line():
     p = subprocess.run(["make", "-n", "--no-print-directory", "corpus-report", "DATA=data/x"], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "-m pipeline.corpus_report data/x" in p.stdout
+    assert "glassbox corpus-report data/x" in p.stdout
     # The demo ends with the re-weighted version of its mixture and the corpus report.
     p = subprocess.run(["make", "-n", "--no-print-directory", "demo"], cwd=REPO, capture_output=True, text=True,
                        timeout=120)
@@ -146,4 +146,5 @@ def test_make_corpus_report_command_line():
     out = p.stdout
     reweight = re.search(r"jobs/mix\.py --mix mixes/sample\.yaml --data data/sample .*--reweight-from runs/sample", out)
     assert reweight, out
-    assert reweight.start() < out.index("-m pipeline.corpus_report data/sample")
+    assert reweight.start() < out.index("glassbox corpus-report data/sample")
+    assert "pretrain TRAIN_CONFIG=train/configs/tiny.yaml RUN=runs/sample" in out

@@ -346,7 +346,7 @@ def test_empty_and_tiny_inputs():
 # --------------------------------------------------------------------------------------------- CLI
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "train.diagnose", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "train.record.diagnose", *map(str, args)], cwd=REPO,
                           capture_output=True, text=True, timeout=60)
 
 

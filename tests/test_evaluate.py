@@ -20,7 +20,7 @@ def runs():
 
 
 def evaluate_cli(*args):
-    return subprocess.run([sys.executable, "-m", "train.evaluate", *map(str, args)], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "train.evaluation.evaluate", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=600, env=ENV)
 
 
@@ -48,7 +48,7 @@ def test_perplexity_of_a_run_is_its_validation_loss(runs):
 
 
 def test_perplexity_of_an_export_and_of_an_earlier_step(runs, tmp_path):
-    from train.handoff.perplexity import perplexity
+    from train.evaluation.heldout import perplexity
 
     exp = perplexity(exported("one"))
     run = perplexity(runs["one"])
@@ -63,7 +63,7 @@ def test_perplexity_of_an_export_and_of_an_earlier_step(runs, tmp_path):
 def test_perplexity_needs_held_out_documents(runs, tmp_path, capsys):
     import shutil
 
-    from train.handoff.evaluate import main
+    from train.evaluation.evaluate import main
 
     run = tmp_path / "noval"
     shutil.copytree(runs["one"], run, ignore=shutil.ignore_patterns("zero_pp_*"))
@@ -98,7 +98,7 @@ def test_harness_on_an_export_records_what_shaped_the_scores(runs):
 
 
 def test_harness_without_lm_eval_says_what_to_install(runs, monkeypatch, capsys):
-    from train.handoff.evaluate import main
+    from train.evaluation.evaluate import main
 
     monkeypatch.setitem(sys.modules, "lm_eval", None)            # import lm_eval -> ImportError
     assert main(["harness", str(exported("one"))]) == 3
@@ -107,7 +107,7 @@ def test_harness_without_lm_eval_says_what_to_install(runs, monkeypatch, capsys)
 
 
 def test_blind_side_by_side_and_tally(runs, tmp_path):
-    from train.handoff.compare import PROMPTS, compare, generate_answers, read_prompts, tally
+    from train.evaluation.compare import PROMPTS, compare, generate_answers, read_prompts, tally
 
     a, b = exported("one", step=2), exported("one")
     prompts = read_prompts(PROMPTS)
@@ -145,8 +145,8 @@ def test_blind_side_by_side_and_tally(runs, tmp_path):
 
 
 def test_prompt_set_and_task_data_are_as_built():
-    from train.eval_tasks import build
-    from train.handoff.compare import PROMPTS, read_prompts
+    from train.evaluation.tasks import build
+    from train.evaluation.compare import PROMPTS, read_prompts
 
     prompts = read_prompts(PROMPTS)
     assert 20 <= len(prompts) <= 50 and len({p["category"] for p in prompts}) >= 8
@@ -155,3 +155,16 @@ def test_prompt_set_and_task_data_are_as_built():
     assert (build.HERE / "wikitext.jsonl").read_text().splitlines() == [json.dumps(r, ensure_ascii=False) for r in docs]
     assert len(items) == 40 and all(len(set(i["choices"])) == 4 and 0 <= i["label"] < 4 for i in items)
     assert {i["label"] for i in items} == {0, 1, 2, 3}
+
+
+def test_make_evaluate_reads_MODEL():
+    """`make evaluate` evaluates MODEL (default RUN/export), through the glassbox command."""
+    def dry(*args):
+        p = subprocess.run(["make", "-n", "--no-print-directory", "evaluate", *args], cwd=REPO, capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+    out = dry("MODEL=exports/m", "BASELINE=exports/b")
+    assert "glassbox evaluate perplexity exports/m" in out and "glassbox evaluate harness exports/m" in out
+    assert "glassbox evaluate compare exports/m exports/b --out exports/m/eval/compare.csv" in out
+    assert "glassbox evaluate perplexity runs/r/export" in dry("RUN=runs/r")

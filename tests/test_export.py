@@ -24,7 +24,7 @@ def runs():
 
 
 def export_cli(*args):
-    return subprocess.run([sys.executable, "-m", "train.export", *map(str, args)], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "train.export.export", *map(str, args)], cwd=REPO, capture_output=True,
                           text=True, timeout=600, env=ENV)
 
 
@@ -42,7 +42,7 @@ def test_export_loads_in_transformers_and_matches_the_training_model(runs, one_e
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from train.data.manifest import read_manifest
-    from train.handoff import weights
+    from train.export import weights
 
     out = one_export
     files = {p.name for p in out.iterdir()}
@@ -103,8 +103,8 @@ def test_layouts_export_the_same_weights(runs, one_export, tmp_path):
     comparison fails on a tensor-parallel slice put in the wrong place (the negative control below)."""
     from transformers import AutoModelForCausalLM
 
-    from train.handoff.export import export
-    from train.handoff.weights import read_safetensors
+    from train.export.export import export
+    from train.export.weights import read_safetensors
 
     out = tmp_path / "tp2pp2"
     status, rec = export(runs["tp2pp2"], out, max_shard_size="150KB")
@@ -142,7 +142,7 @@ def test_corrupted_tensor_fails_the_check_loudly(runs, one_export, tmp_path):
     assert "logits differ by up to" in r.stdout and "position" in r.stdout and "token id" in r.stdout
     assert "does not match" in r.stderr
     # The untouched export passes the same check.
-    from train.handoff.export import check
+    from train.export.export import check
 
     status, result = check(one_export)
     assert status == 0 and result["passed"] and result["max_abs_diff"] <= result["tolerance"]["atol"]
@@ -152,8 +152,8 @@ def test_a_failed_check_writes_nothing_to_out(runs, tmp_path, monkeypatch, capsy
     """A conversion bug (simulated: a wrong tensor written) is caught before the export lands at --out."""
     from safetensors.torch import load_file, save_file
 
-    from train.handoff import weights
-    from train.handoff.export import export
+    from train.export import weights
+    from train.export.export import export
 
     real = weights.write_safetensors
 
@@ -175,7 +175,7 @@ def test_a_failed_check_writes_nothing_to_out(runs, tmp_path, monkeypatch, capsy
 
 
 def test_step_choice_and_refusals(runs, tmp_path, capsys):
-    from train.handoff.export import main
+    from train.export.export import main
 
     out = tmp_path / "s2"
     assert main([str(runs["one"]), "--out", str(out), "--step", "2"]) == 0
@@ -191,7 +191,7 @@ def test_step_choice_and_refusals(runs, tmp_path, capsys):
 
 
 def test_missing_tensor_parallel_slice_is_named(runs, tmp_path):
-    from train.handoff.weights import ExportError, find_checkpoint, merge_checkpoint
+    from train.export.weights import ExportError, find_checkpoint, merge_checkpoint
 
     run = tmp_path / "run"
     shutil.copytree(runs["tp2pp2"], run, ignore=shutil.ignore_patterns("zero_pp_*", "data_order", "step_00000002"))
@@ -203,7 +203,7 @@ def test_missing_tensor_parallel_slice_is_named(runs, tmp_path):
 def test_compare_tolerance_and_greedy_ties():
     """The comparison itself: within tolerance passes, beyond fails with the place; a greedy split at a
     near-exact tie is recorded, a split with a clear margin fails."""
-    from train.handoff.consistency import Outputs, Probe, compare
+    from train.export.consistency import Outputs, Probe, compare
 
     probes = [Probe("p", [1, 2, 3])]
     prompts = [[1], [2]]

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from train.handoff import gguf
+from train.export import gguf
 
 if gguf.available():
     pytest.skip(f"GGUF tests need llama.cpp: {gguf.available()}", allow_module_level=True)
@@ -30,7 +30,7 @@ openai = pytest.importorskip("openai")
 def exported_with_gguf():
     runs = tiny_runs()
     out = runs["root"] / "exports" / "one-gguf"
-    r = subprocess.run([sys.executable, "-m", "train.export", str(runs["one"]), "--out", str(out), "--gguf",
+    r = subprocess.run([sys.executable, "-m", "train.export.export", str(runs["one"]), "--out", str(out), "--gguf",
                         "f32,q8_0,q4_k_m", "--threads", "1"], cwd=REPO, capture_output=True, text=True,
                        timeout=1200, env=ENV)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -67,10 +67,10 @@ def test_export_writes_measured_gguf_files(exported_with_gguf):
 
 def test_gguf_for_an_existing_export_and_bad_formats(exported_with_gguf, tmp_path):
     out, _ = exported_with_gguf
-    r = subprocess.run([sys.executable, "-m", "train.export", str(out), "--gguf", "q9_9"], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "train.export.export", str(out), "--gguf", "q9_9"], cwd=REPO,
                        capture_output=True, text=True, timeout=600, env=ENV)
     assert r.returncode == 2 and "unknown format" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "train.export", str(out), "--gguf", "q4_0", "--threads", "1"], cwd=REPO,
+    r = subprocess.run([sys.executable, "-m", "train.export.export", str(out), "--gguf", "q4_0", "--threads", "1"], cwd=REPO,
                        capture_output=True, text=True, timeout=1200, env=ENV)
     assert r.returncode == 0, r.stderr[-3000:]
     rec = json.loads((out / "glassbox_export.json").read_text())
@@ -216,6 +216,6 @@ def test_a_vocabulary_without_byte_pieces_is_not_served(exported_with_gguf):
     outside its vocabulary (std::out_of_range), so train.serve refuses the file and says why."""
     out, _ = exported_with_gguf
     assert json.loads((out / "glassbox_export.json").read_text())["gguf"]["byte_fallback_pieces"] == 0
-    r = subprocess.run([sys.executable, "-m", "train.serve", "--model", str(out / "model-q8_0.gguf"), "--port", "0"],
+    r = subprocess.run([sys.executable, "-m", "train.serving.serve", "--model", str(out / "model-q8_0.gguf"), "--port", "0"],
                        cwd=REPO, capture_output=True, text=True, timeout=300, env=ENV)
     assert r.returncode != 0 and "byte-fallback" in r.stderr and "Traceback" not in r.stderr, r.stderr[-2000:]

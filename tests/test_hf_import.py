@@ -5,7 +5,7 @@
    imported into TP2 x PP2 (4 processes, the vocabulary padded 384 -> 512 and split in two), forwards a batch
    to the full-vocabulary logits of transformers within 1e-5 of the largest logit: the two sides differ in
    summation order only (~1e-7 relative), while a wrong split, a transposed or misnamed weight or the other
-   rotary layout is off by 1e-2 and more (train/handoff/consistency.py argues the same for the export).
+   rotary layout is off by 1e-2 and more (train/export/consistency.py argues the same for the export).
 2. export -> import -> export: a trained run's export, imported by a new run in TP2 (checkpoint 0) and exported
    again, gives bit-identical tensors and the same config.json.
 3. That new run's first loss is the trained model's loss on the batch (computed here by transformers on the
@@ -28,7 +28,7 @@ from export_fixtures import ENV, exported, tiny_runs
 from train import hf_import
 from train.config import ConfigError, load_config
 from train.data.manifest import read_manifest
-from train.hf_tokenizer import read_sp_model, save_hf_tokenizer
+from train.export.hf_tokenizer import read_sp_model, save_hf_tokenizer
 from train.model import ModelConfig
 from train_fixtures import REPO, launch, paragraphs, TEXT, train_tokenizer
 
@@ -100,7 +100,7 @@ def continued():
 def test_export_import_export_is_bit_identical(continued, tmp_path):
     from safetensors.torch import load_file
 
-    from train.handoff.export import export
+    from train.export.export import export
 
     runs, e1, run, r = continued
     assert f"starting from {e1}" in r.stdout

@@ -1,4 +1,4 @@
-"""train.hf_tokenizer: a sentencepiece model as HF tokenizer files that segment text exactly as sentencepiece does."""
+"""train.export.hf_tokenizer: a sentencepiece model as HF tokenizer files that segment text exactly as sentencepiece does."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,7 @@ def check_round_trip(sp_path, out_dir):
     import sentencepiece as spm
     from transformers import AutoTokenizer
 
-    from train.hf_tokenizer import save_hf_tokenizer
+    from train.export.hf_tokenizer import save_hf_tokenizer
 
     save_hf_tokenizer(sp_path, out_dir, model_max_length=128)
     sp = spm.SentencePieceProcessor(model_file=str(sp_path))
@@ -54,7 +54,7 @@ def test_unigram_tokenizer_matches_sentencepiece(tmp_path):
 def test_bos_eos_options_and_chat_template(tmp_path):
     from transformers import AutoTokenizer
 
-    from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE, save_hf_tokenizer
+    from train.export.hf_tokenizer import SIMPLE_CHAT_TEMPLATE, save_hf_tokenizer
 
     sp_path = train_sp_model(tmp_path / "sp.model", 800, n_lines=500)
     save_hf_tokenizer(sp_path, tmp_path / "hf", add_bos=True, add_eos=True, chat_template=SIMPLE_CHAT_TEMPLATE)
@@ -69,7 +69,7 @@ def test_bos_eos_options_and_chat_template(tmp_path):
 
 
 def test_not_a_sentencepiece_model(tmp_path):
-    from train.hf_tokenizer import SentencePieceFormatError, read_sp_model
+    from train.export.hf_tokenizer import SentencePieceFormatError, read_sp_model
 
     bad = tmp_path / "x.model"
     bad.write_bytes(b"\x12\x00")              # a valid message (an empty trainer spec) without pieces

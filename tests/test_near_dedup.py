@@ -111,7 +111,6 @@ def test_planted_precision_recall(spark, planted, verified_run):
     got, info, rows = verified_run
     assert len(got) == len(docs)
     m = score(list(got.values()), truth, sets, family, 0.8)
-    print("verified", m, info)
     assert m["true_pairs"] > 100
     assert m["precision"] >= 0.98 and m["recall"] >= 0.95
     assert info["removed"] == sum(r["status"] == "rejected" for r in got.values())
@@ -120,7 +119,6 @@ def test_planted_precision_recall(spark, planted, verified_run):
     # without verification LSH false positives go through: reported, recall must not drop
     out, raw_info = mark_near_duplicates(spark, _df(spark, rows, 3), NearDedupConfig(verify=False))
     raw = score(list(_collect(out).values()), truth, sets, family, 0.8)
-    print("unverified", raw, raw_info)
     assert raw["recall"] >= m["recall"] and raw_info["candidate_pairs"] >= info["verified_pairs"]
 
 
@@ -191,7 +189,6 @@ def test_clough_stevenson(spark):
     # At the production setting (Jaccard 0.8 on 5-grams) only a cut answer that copies nearly the whole
     # original qualifies: a cut answer is a pasted excerpt, and Jaccard punishes the size difference.
     hits = flagged(NearDedupConfig())
-    print("flagged at jaccard 0.8:", sorted(hits))
     assert {f for f in hits if cat[f] == "cut"} == {"g4pC_taska.txt"}
     # Text reuse is containment: how much of the answer lies inside the original. With it, every cut
     # answer that shares any 5-gram with its original is flagged. Two cut answers share none: they were
@@ -201,7 +198,6 @@ def test_clough_stevenson(spark):
     reused = {f for f, c in cat.items() if c == "cut" and sets[f] & sets[orig[task[f]]]}
     assert len(reused) == 8
     hits = flagged(NearDedupConfig(measure="containment", threshold=0.2, bands=112, rows=1))
-    print("flagged at containment 0.2:", {c: sorted(f for f in hits if cat[f] == c) for c in ("cut", "light", "heavy")})
     assert reused <= hits and len({f for f in hits if cat[f] == "cut"}) >= 8
     # the flagged share falls with the level of rewriting: cut > light > heavy
     share = {c: sum(cat[f] == c for f in hits) / sum(v == c for v in cat.values()) for c in ("cut", "light", "heavy")}

@@ -1,4 +1,4 @@
-"""KenLM perplexity scorer (pipeline/perplexity.py) and its trainer (quality_models/train_kenlm.py)."""
+"""KenLM perplexity scorer (pipeline/kenlm_scoring.py) and its trainer (quality_models/train_kenlm.py)."""
 import gzip
 import json
 import math
@@ -8,7 +8,7 @@ import statistics
 import pytest
 
 from conftest import REPO, shared
-from pipeline.perplexity import (ModelError, PerplexityScorer, available_languages, get_scorer,
+from pipeline.kenlm_scoring import (ModelError, PerplexityScorer, available_languages, get_scorer,
                                  normalize_for_lm)
 from quality_models import train_kenlm
 
@@ -158,7 +158,7 @@ def test_normalisation_drops_exactly_what_keep_refuses():
     import re
     import unicodedata
 
-    from pipeline.perplexity import _PUNCT, _keep, normalize_for_lm
+    from pipeline.kenlm_scoring import _PUNCT, _keep, normalize_for_lm
 
     def reference(line: str) -> str:
         line = unicodedata.normalize("NFD", line.lower().translate(_PUNCT))

@@ -129,7 +129,7 @@ def test_diagnose_cli_names_the_format(every_format):
     kind, _, paths = every_format
     for name, expect in (("hf", "Hugging Face trainer_state.json"), ("tensorboard", "TensorBoard event files"),
                          ("csv", "CSV"), ("jsonl", "JSON lines")):
-        p = subprocess.run([sys.executable, "-m", "train.diagnose", str(paths[name])], cwd=REPO,
+        p = subprocess.run([sys.executable, "-m", "train.record.diagnose", str(paths[name])], cwd=REPO,
                            capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, p.stderr
         assert expect in p.stdout.splitlines()[0] and kind in p.stdout, p.stdout
@@ -276,7 +276,7 @@ def test_a_real_hugging_face_run_reads_from_both_of_its_records(hf_run):
     # Diagnosed alike; the output folder (no metrics.jsonl) is found as what it is.
     kinds = lambda r: [(f.kind, f.step) for f in assess_run(r).findings]         # noqa: E731
     assert kinds(rec) == kinds(tbrec)
-    p = subprocess.run([sys.executable, "-m", "train.diagnose", str(hf_run), "--json"], cwd=REPO,
+    p = subprocess.run([sys.executable, "-m", "train.record.diagnose", str(hf_run), "--json"], cwd=REPO,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and "findings" in json.loads(p.stdout), p.stderr
 
@@ -325,7 +325,7 @@ def test_report_compares_runs_across_formats(glassbox_tb_run, hf_run, every_form
     text = build_report(glassbox_tb_run, compare=p, out=tmp_path / "vs-csv.html").read_text()
     assert "Comparison (aligned by steps: published records no token counts)" in text
     # The command line, as `make report RUN=... COMPARE=...` runs it, with a TensorBoard folder to compare.
-    r = subprocess.run([sys.executable, "-m", "train.report", str(glassbox_tb_run), "--compare",
+    r = subprocess.run([sys.executable, "-m", "train.record.report", str(glassbox_tb_run), "--compare",
                         str(paths["tensorboard"]), "--out", str(tmp_path / "vs-tb.html")], cwd=REPO,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -109,11 +109,11 @@ def test_report_from_metrics_alone_without_compare(runs, tmp_path):
 def test_report_cli_and_errors(runs, tmp_path):
     full, bare = runs
     out = tmp_path / "r.html"
-    p = subprocess.run([sys.executable, "-m", "train.report", str(bare), "--compare", str(full), "--out", str(out)],
+    p = subprocess.run([sys.executable, "-m", "train.record.report", str(bare), "--compare", str(full), "--out", str(out)],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert out.is_file() and 'id="compare"' in out.read_text()
-    p = subprocess.run([sys.executable, "-m", "train.report", str(tmp_path / "missing")], cwd=REPO,
+    p = subprocess.run([sys.executable, "-m", "train.record.report", str(tmp_path / "missing")], cwd=REPO,
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "no such run directory" in p.stderr
 
@@ -122,10 +122,10 @@ def test_make_report_command_line():
     p = subprocess.run(["make", "-n", "--no-print-directory", "report", "RUN=runs/x", "COMPARE=runs/y"], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    assert "-m train.report runs/x --compare runs/y" in p.stdout
+    assert "glassbox report runs/x --compare runs/y" in p.stdout
     p = subprocess.run(["make", "-n", "--no-print-directory", "report", "RUN=runs/x"], cwd=REPO,
                        capture_output=True, text=True, timeout=60)
-    assert re.search(r"-m train\.report runs/x\s*$", p.stdout, re.M)
+    assert re.search(r"glassbox report runs/x\s*$", p.stdout, re.M)
 
 
 def test_summary_and_diagnosis_read_the_runs_plan(tmp_path):

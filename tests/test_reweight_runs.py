@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs import mix as mix_job
-from jobs import tokenize
+from jobs import tokens as tokens_job
 from pipeline.config import parse_config
 from glassbox.contracts import manifest_content_hash
 from pipeline.mixture import load_mix
@@ -52,7 +52,7 @@ def runs(spark, tmp_path_factory):
     rows += [{"id": f"v{i:04d}", "source": "verse", "text": t} for i, t in enumerate(verse)]
     (data / "dedup").mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), data / "dedup" / "part-00000.parquet")
-    tokenize.run(spark, parse_config({"sources": {"verse": {"format": "jsonl", "paths": [str(BOOKS)]}},
+    tokens_job.run(spark, parse_config({"sources": {"verse": {"format": "jsonl", "paths": [str(BOOKS)]}},
                                       "tokenize": {"vocab_size": 400, "shards_per_source": 2}}), str(data))
     mixes = root / "mixes"
     mixes.mkdir()

@@ -126,7 +126,7 @@ def test_streaming_matches_non_streaming(client):
 
 
 def test_chat(client, tokenizer):
-    from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
+    from train.export.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
 
     messages = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "What is a lobster?"}]
     out = client.chat.completions.create(model="tiny", messages=messages, max_tokens=10, temperature=0)
@@ -288,7 +288,7 @@ def test_completion_text_keeps_its_leading_space(tokenizer):
 
 
 def test_backend_choice_and_vllm_command():
-    from train import serve
+    from train.serving import serve
 
     assert serve.choose_backend("auto", True) == "vllm"
     assert serve.choose_backend("auto", False) == "cpu"
@@ -301,12 +301,12 @@ def test_backend_choice_and_vllm_command():
     assert cmd[cmd.index("--tensor-parallel-size") + 1] == "4" and cmd[cmd.index("--model") + 1] == "/m"
     dry = subprocess.run(["make", "-n", "--no-print-directory", "serve", "MODEL=/some/model", "TP=2", "PORT=8123"],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    line = [ln for ln in dry.stdout.splitlines() if "train.serve" in ln]
+    line = [ln for ln in dry.stdout.splitlines() if "glassbox serve" in ln]
     assert line, dry.stdout + dry.stderr
     assert "--model /some/model" in line[0] and "--tp 2" in line[0] and "--port 8123" in line[0]
     missing = subprocess.run(["make", "-n", "--no-print-directory", "serve"], cwd=REPO, capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode != 0 and "MODEL" in missing.stderr
-    bad = subprocess.run([sys.executable, "-m", "train.serve", "--model", "/nonexistent"], cwd=REPO,
+    bad = subprocess.run([sys.executable, "-m", "train.serving.serve", "--model", "/nonexistent"], cwd=REPO,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "config.json" in bad.stderr

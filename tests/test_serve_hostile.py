@@ -285,10 +285,10 @@ def test_exposure_warning():
         assert exposure_warning(host, None) is None
     # the server prints it at start-up; --backend vllm then stops before anything binds (no vLLM/GPU here)
     env_no_key = {k: v for k, v in __import__("os").environ.items() if k != "GLASSBOX_API_KEY"}
-    r = subprocess.run([sys.executable, "-m", "train.serve", "--model", str(shared_tiny_llama()), "--host", "0.0.0.0",
+    r = subprocess.run([sys.executable, "-m", "train.serving.serve", "--model", str(shared_tiny_llama()), "--host", "0.0.0.0",
                         "--backend", "vllm"], cwd=REPO, capture_output=True, text=True, timeout=120, env=env_no_key)
     assert r.returncode != 0 and "WARNING: listening on 0.0.0.0" in r.stderr, r.stderr
-    r = subprocess.run([sys.executable, "-m", "train.serve", "--model", str(shared_tiny_llama()), "--host", "0.0.0.0",
+    r = subprocess.run([sys.executable, "-m", "train.serving.serve", "--model", str(shared_tiny_llama()), "--host", "0.0.0.0",
                         "--backend", "vllm"], cwd=REPO, capture_output=True, text=True, timeout=120,
                        env={**env_no_key, "GLASSBOX_API_KEY": "k"})
     assert r.returncode != 0 and "WARNING" not in r.stderr, r.stderr
@@ -297,7 +297,7 @@ def test_exposure_warning():
 def test_make_serve_passes_the_key_without_showing_it():
     dry = subprocess.run(["make", "-n", "--no-print-directory", "serve", "MODEL=/some/model", "API_KEY=sekret-1"],
                          cwd=REPO, capture_output=True, text=True, timeout=60)
-    line = [ln for ln in dry.stdout.splitlines() if "train.serve" in ln]
+    line = [ln for ln in dry.stdout.splitlines() if "glassbox serve" in ln]
     assert line and "sekret-1" not in dry.stdout, dry.stdout
     # the variable reaches the server's environment: make runs it for real and the server refuses no-key calls
     srv = ServerProcess(shared_tiny_llama(), command=["make", "--no-print-directory", "serve",

@@ -12,7 +12,7 @@ import pytest
 import sentencepiece as spm
 
 from jobs import mix as mix_job
-from jobs import tokenize
+from jobs import tokens as tokens_job
 from pipeline.config import parse_config
 from glassbox.contracts import manifest_content_hash
 from pipeline.mixture import MixError, load_mix
@@ -68,7 +68,7 @@ def run(spark, tmp_path_factory):
     rows, planted = _corpus()
     (data / "dedup").mkdir()
     pq.write_table(pa.Table.from_pylist(rows), data / "dedup" / "part-00000.parquet")
-    dstats, tstats, counts = tokenize.run(spark, _config(), str(data))
+    dstats, tstats, counts = tokens_job.run(spark, _config(), str(data))
     mix_file = tmp_path_factory.mktemp("mixes") / "demo.yaml"
     mix_file.write_text("dataset_mix: {wiki: 0.6, books: 0.3, tiny: 0.1}\nmax_seq_len: 256\nseed: 7\n"
                         "total_tokens: 20000\nmax_epochs: 100\n")
@@ -153,7 +153,7 @@ def test_rerun_is_byte_identical(spark, run):
     manifest_bytes = run["path"].read_bytes()
     mix_job.run(spark, load_mix(run["mix_file"]), str(data))
     assert run["path"].read_bytes() == manifest_bytes
-    tokenize.run(spark, _config(), str(data))
+    tokens_job.run(spark, _config(), str(data))
     assert _snapshot(data / "tokenized") == before
     mix_job.run(spark, load_mix(run["mix_file"]), str(data))
     assert run["path"].read_bytes() == manifest_bytes
@@ -178,7 +178,7 @@ def test_mix_cli_names_missing_sources_before_spark(run, tmp_path, capsys):
 
 
 def test_a_given_tokenizer_is_used_as_is(run, tmp_path):
-    from jobs.tokenize_job import _tokenizer
+    from jobs.tokens import _tokenizer
 
     tc = _config().tokenize
     tc.tokenizer = str(run["data"] / "tokenized" / "tokenizer.model")

@@ -1,4 +1,4 @@
-"""``python -m train.trace RUN --step N``: the documents of a step's batch, from the record alone.
+"""``python -m train.record.trace RUN --step N``: the documents of a step's batch, from the record alone.
 
 The shared 2-process run of ``tests/watch_fixtures.py`` logged (``data.log_consumed``) a CRC of the tokens
 each rank actually fed the model, micro-batch by micro-batch. The trace's pieces, read back from the Parquet
@@ -33,9 +33,9 @@ class Done:
 
 
 def _cli(*args, capsys=None):
-    """``python -m train.trace ARGS``: in this process when capsys is given (fast), else a real subprocess."""
+    """``python -m train.record.trace ARGS``: in this process when capsys is given (fast), else a real subprocess."""
     if capsys is None:
-        return subprocess.run([sys.executable, "-m", "train.trace", *map(str, args)], cwd=REPO, capture_output=True,
+        return subprocess.run([sys.executable, "-m", "train.record.trace", *map(str, args)], cwd=REPO, capture_output=True,
                               text=True, timeout=300)
     rc = trace_main([str(a) for a in args])
     out = capsys.readouterr()

@@ -89,12 +89,16 @@ def test_make_pretrain_command_line():
     r = subprocess.run(["make", "-n", "pretrain", "MANIFEST=m.json", "RUN=runs/x"], cwd=REPO, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stderr
-    assert "-m train.pretrain --config train/configs/tiny.yaml --manifest m.json --run-dir runs/x" in r.stdout
+    assert "-m train.pretrain runs/x --config train/configs/tiny.yaml --manifest m.json" in r.stdout
+    assert "note:" not in r.stdout
     assert "--nproc_per_node=$(" in r.stdout and "train.config train/configs/tiny.yaml --world-size" in r.stdout
     r = subprocess.run(["make", "-n", "pretrain", "CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
                         "STEPS=7"], cwd=REPO, capture_output=True, text=True)
-    assert "--config train/configs/1b.yaml --manifest m.json --run-dir r --steps 7" in r.stdout
+    assert "-m train.pretrain r --config train/configs/1b.yaml --manifest m.json --steps 7" in r.stdout
+    # CONFIG= still names the trainer config here, with a one-line notice that TRAIN_CONFIG is its name
+    assert "note: make pretrain reads CONFIG=train/configs/1b.yaml as the trainer config; name it TRAIN_CONFIG=" \
+        in r.stdout
     r = subprocess.run(["make", "-n", "pretrain", "TRAIN_CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
                         "INIT=exports/base"], cwd=REPO, capture_output=True, text=True)
-    assert "--config train/configs/1b.yaml --manifest m.json --run-dir r" in r.stdout
-    assert "--init exports/base" in r.stdout
+    assert "-m train.pretrain r --config train/configs/1b.yaml --manifest m.json" in r.stdout
+    assert "--init exports/base" in r.stdout and "note:" not in r.stdout

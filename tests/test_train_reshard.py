@@ -32,7 +32,7 @@ import pytest
 import torch
 
 from train import reshard
-from train.handoff.weights import find_checkpoint, merge_checkpoint, meta_model, partition_dims
+from train.export.weights import find_checkpoint, merge_checkpoint, meta_model, partition_dims
 from train.metrics import read_metrics
 from train_fixtures import EQUIVALENCE_EPS, REPO, WEIGHT_ATOL, launch, make_dataset, weight_mismatches
 

@@ -189,7 +189,7 @@ def _validate(cfg: TrainConfig) -> None:
     if cfg.log.tensorboard and importlib.util.find_spec("tensorboard") is None:
         raise ConfigError("log.tensorboard: true needs the tensorboard package, which is not installed: "
                           "pip install tensorboard==2.21.0 (or set log.tensorboard: false; metrics.jsonl and "
-                          "python -m train.report hold the same numbers)")
+                          "glassbox report hold the same numbers)")
     if t.precision == "bf16" and t.zero_stage == 0:
         # DeepSpeed accumulates bf16 gradients in fp32 only inside its ZeRO-1 (bf16) optimizer; without ZeRO it
         # refuses fp32 accumulation in deepspeed.initialize, and accumulating in bf16 loses the small gradients.

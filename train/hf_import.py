@@ -16,7 +16,7 @@ Checked before any heavy work, each mistake named:
   names both sizes and the sha256 of both ordered piece lists.
 
 The weights are renamed to ``train.model.Llama``'s (the inverse of the export's renaming,
-train/handoff/weights.py), the embedding and head padded with zero rows up to the trainer's padded vocabulary
+train/export/weights.py), the embedding and head padded with zero rows up to the trainer's padded vocabulary
 (padding ids never occur and their logits are masked), checked for shape and finiteness, and set on every
 rank in the launched layout by ``train.reshard.apply_state`` (fp32 master weights exactly, Adam starting
 fresh). The trainer then saves them as checkpoint 0, so the run record holds what it started from (export it
@@ -102,7 +102,7 @@ def check_shape(mcfg, hf: dict, init_dir) -> None:
 # ---------------------------------------------------------------------------------------------- vocabulary
 
 def _pieces_sentencepiece(path: Path) -> list[str]:
-    from train.hf_tokenizer import read_sp_model
+    from train.export.hf_tokenizer import read_sp_model
 
     return [p for p, _, _ in read_sp_model(path).pieces]
 
@@ -171,7 +171,7 @@ class Weights:
     ``weights(name)`` -> {"fp32": full tensor, vocabulary rows zero-padded, "step": None}."""
 
     def __init__(self, init_dir, mcfg, hf: dict):
-        from train.handoff.weights import VOCAB_ROWS, meta_model, weight_files
+        from train.export.weights import VOCAB_ROWS, meta_model, weight_files
 
         self.dir = d = Path(init_dir)
         self.want = {k: tuple(v.shape) for k, v in meta_model(mcfg).state_dict().items()}

@@ -1,7 +1,7 @@
 """Pretrain a Llama-style model on a mixture manifest with DeepSpeed (data x tensor x pipeline parallel).
 
-    python -m train.pretrain --config C.yaml --manifest M.json --run runs/x [--steps S] [--set section.key=value]
-    torchrun --standalone --nproc_per_node=N -m train.pretrain --config ... --manifest ... --run-dir runs/x ...
+    python -m train.pretrain runs/x --config C.yaml --manifest M.json [--steps S] [--set section.key=value]
+    torchrun --standalone --nproc_per_node=N -m train.pretrain runs/x --config ... --manifest ...
 
 N must be parallel.tp * pp * dp of the config (``make pretrain`` computes it). ``--steps S`` stops after
 optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` as its horizon (or S when
@@ -52,15 +52,21 @@ def parse_args(argv=None):
                     help="the mixture manifest (default for an existing run: the one it trains on now; another "
                          "version switches the run's data from its newest checkpoint on)")
     # --run-dir is the same option: under torchrun, `--run` is taken as an abbreviation of its --run-path.
-    ap.add_argument("--run", "--run-dir", dest="run", required=True,
-                    help="run directory (created, or resumed when it exists)")
+    ap.add_argument("run_dir", nargs="?", metavar="RUN", help="run directory (created, or resumed when it exists)")
+    ap.add_argument("--run", "--run-dir", dest="run", help="the same as RUN")
     ap.add_argument("--steps", type=int, default=None, help="stop after this optimizer step")
     ap.add_argument("--init", default=None, metavar="DIR",
                     help="start a new run from a Hugging Face LlamaForCausalLM directory (train/hf_import.py)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="override a config key (YAML value), e.g. --set parallel.dp=2")
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # launchers; env wins
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.run and args.run_dir and args.run != args.run_dir:
+        ap.error(f"two run directories: {args.run_dir} and --run {args.run}")
+    args.run = args.run or args.run_dir
+    if not args.run:
+        ap.error("the run directory is required: python -m train.pretrain RUN --config ... (make pretrain RUN=...)")
+    return args
 
 
 def build_engine(cfg, mcfg: ModelConfig):
@@ -322,7 +328,7 @@ class Training:
         import numpy as np
         from train import reshard
         from train.data.loader import Loader
-        from train.handoff.weights import meta_model, partition_dims
+        from train.export.weights import meta_model, partition_dims
         from train.metrics import MetricsLog, device_peak_flops
         from train.monitor.spike import SpikeGuard
         from train.monitor.spike_rule import SpikeDetector
@@ -651,7 +657,7 @@ def _diagnose(run: Path, vocab_size: int) -> None:
 
         result = assess_run(read_run(run), vocab_size=vocab_size)          # with the run's manifest.json
         (run / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1))
-        print(f"{run}: diagnosis (diagnosis.json; python -m train.report {run} draws it):\n"
+        print(f"{run}: diagnosis (diagnosis.json; glassbox report {run} draws it):\n"
               + "".join(f"reading: {line}\n" for line in result.reading)
               + format_table(result.findings, result.not_judged), flush=True)
     except Exception as e:       # a reader's problem must not turn a finished run into a failed one

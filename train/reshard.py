@@ -157,7 +157,7 @@ def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int,
     """fp32 without ZeRO: the module weights are the master weights (layer files), the torch optimizer's state
     is in the ``mp_rank`` file, indexed in the order the trainer grouped the parameters (train/pretrain.py:
     matrices and embeddings, then the norm weights, each in module order)."""
-    from train.handoff.weights import _layer_files
+    from train.export.weights import _layer_files
 
     stage, tp_rank = divmod(mp_rank, layout["tp"])
     files = _layer_files(Path(ckpt_dir))

@@ -28,7 +28,7 @@ ones. Thresholds are set so that realistic healthy curves (power-law decay with 
 the end of a cosine schedule, noisy small-batch curves, runs of 20 to 5,000 steps) give no finding:
 ``tests/test_diagnose.py`` holds both sides.
 
-    python -m train.diagnose RUN [--json] [--format F] [--tags FIELD=TAG,...] [--vocab-size N] [--spike-z Z]
+    glassbox diagnose RUN [--json] [--format F] [--tags FIELD=TAG,...] [--vocab-size N] [--spike-z Z]
                                  [--floor NATS]
 
 RUN is any trainer's record that train/record/formats.py reads: this project's run directory, a JSON-lines
@@ -796,7 +796,7 @@ def add_reader_args(ap: argparse.ArgumentParser) -> None:
 
 def parse_args(argv=None) -> argparse.Namespace:
     d = DiagnoseConfig()
-    ap = argparse.ArgumentParser(prog="python -m train.diagnose", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="glassbox diagnose", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a run directory (or its metrics.jsonl), a JSON-lines or CSV file, a Hugging Face "
                                 "trainer_state.json or output directory, or TensorBoard event files")
     ap.add_argument("--json", action="store_true", help="print {findings, not_judged, reading} as JSON")

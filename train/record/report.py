@@ -1,6 +1,6 @@
 """A run's report: one self-contained HTML page (charts as base64 PNG data URIs, no external resources).
 
-    python -m train.report RUN [--compare OTHER] [--out FILE] [--vocab-size N] [--format F] [--compare-format F]
+    glassbox report RUN [--compare OTHER] [--out FILE] [--vocab-size N] [--format F] [--compare-format F]
                                [--tags FIELD=TAG,...]
     make report RUN=runs/<name> [COMPARE=<another run, in any format train/record/formats.py reads>]
 
@@ -514,11 +514,11 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
              f"</title><style>{CSS}</style></head><body>",
              f"<h1>Run report: {_e(rec.name)}</h1>",
              f'<p class="muted">Generated {_e(time.strftime("%Y-%m-%d %H:%M:%S"))} from {_e(rec.path)} by '
-             "<code>python -m train.report</code>"
+             "<code>glassbox report</code>"
              + (f"; compared with {_e(other.path)}" if other is not None else "") + ".</p>",
              '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings, diag.not_judged))]
     parts += ['<h2 id="diagnosis">Diagnosis</h2>',
-              '<p class="muted">Findings of <code>python -m train.diagnose</code> (thresholds in '
+              '<p class="muted">Findings of <code>glassbox diagnose</code> (thresholds in '
               "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
               diagnosis_table(findings, diag.not_judged)]
     if diag.reading:
@@ -593,7 +593,7 @@ def build_report(run: str | Path, compare: str | Path | None = None, out: str | 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m train.report", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="glassbox report", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="a run directory (nothing but metrics.jsonl is needed), or another trainer's record "
                                 "(train/record/formats.py)")
     ap.add_argument("--compare", metavar="OTHER", default=None,

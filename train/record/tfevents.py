@@ -16,7 +16,7 @@ tensors with more than one element (histograms, images, text) are not scalars an
 
 A torn last record (a writer killed mid-write) ends the file quietly; a record whose CRC does not match is
 skipped and counted. The decoder is a plain protobuf wire-format reader: varints, 64-bit, length-delimited
-and 32-bit fields, unknown fields skipped (train/hf_tokenizer.py's, shared).
+and 32-bit fields, unknown fields skipped (train/export/hf_tokenizer.py's, shared).
 """
 from __future__ import annotations
 
@@ -26,8 +26,8 @@ from pathlib import Path
 
 # The protobuf wire-format reader of the sentencepiece model converter: (field, wire type, value) of a message;
 # a truncated or unknown field raises a ValueError subclass.
-from train.hf_tokenizer import _fields as fields
-from train.hf_tokenizer import _varint
+from train.export.hf_tokenizer import _fields as fields
+from train.export.hf_tokenizer import _varint
 
 # ------------------------------------------------------------------------------------------------ CRC-32C
 

@@ -1,4 +1,4 @@
-"""Which documents a training step saw: ``python -m train.trace RUN_DIR --step N [--json]``.
+"""Which documents a training step saw: ``glassbox trace RUN_DIR --step N [--json]``.
 
 Reads the run record only, never reruns anything:
 
@@ -202,7 +202,7 @@ def format_trace(t: dict) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog="python -m train.trace", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="glassbox trace", description=__doc__.split("\n\n")[0])
     ap.add_argument("run", help="run directory written by train.pretrain")
     ap.add_argument("--step", type=int, required=True, help="optimizer step (1-based, as in metrics.jsonl)")
     ap.add_argument("--json", action="store_true", help="print everything as JSON")

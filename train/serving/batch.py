@@ -1,6 +1,6 @@
 """Batch inference through an OpenAI-compatible server: a JSONL file of requests in, a JSONL file of results out.
 
-    python -m train.batch INPUT.jsonl OUTPUT.jsonl --url http://127.0.0.1:8000/v1 [--concurrency 8]
+    glassbox batch INPUT.jsonl OUTPUT.jsonl --url http://127.0.0.1:8000/v1 [--concurrency 8]
 
 Input, one JSON object a line: ``{"id": ..., "prompt": "..."}`` (``/v1/completions``) or
 ``{"id": ..., "messages": [...]}`` (``/v1/chat/completions``), plus optional request parameters
@@ -317,7 +317,7 @@ async def run(settings: Settings) -> Summary:
 
 
 def parse_args(argv=None) -> tuple[Settings, str | None]:
-    p = argparse.ArgumentParser(prog="python -m train.batch", description=__doc__,
+    p = argparse.ArgumentParser(prog="glassbox batch", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("input", type=Path)
     p.add_argument("output", type=Path)

@@ -6,7 +6,7 @@ a stopping criterion inside ``generate`` decodes the new tokens after each step,
 still turn into a stop sequence (or an incomplete UTF-8 character from byte-fallback pieces), hands the
 rest to the caller, and ends generation when a stop sequence appears or the client went away.
 
-Chat without a template in the tokenizer uses ``SIMPLE_CHAT_TEMPLATE`` (``train.hf_tokenizer``): a plain
+Chat without a template in the tokenizer uses ``SIMPLE_CHAT_TEMPLATE`` (``train.export.hf_tokenizer``): a plain
 transcript a base model can continue::
 
     {system prompt}\\n\\nUser: {message}\\n\\nAssistant: {reply}\\n\\nUser: {message}\\n\\nAssistant:
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
+from train.export.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
 from train.serving.protocol import APIError, Sampling
 
 COMPLETION_DEFAULT_MAX_TOKENS = 16     # OpenAI's default for /v1/completions

@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Callable
 
-from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
+from train.export.hf_tokenizer import SIMPLE_CHAT_TEMPLATE
 from train.serving.engine import SIMPLE_TEMPLATE_STOP, EngineBase, Generation, TextTracker
 from train.serving.protocol import Sampling
 

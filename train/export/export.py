@@ -1,12 +1,12 @@
-"""``python -m train.export RUN_DIR [--out DIR] [--step N]``: a run's checkpoint as a Hugging Face model directory.
+"""``glassbox export RUN_DIR [--out DIR] [--step N]``: a run's checkpoint as a Hugging Face model directory.
 
-    python -m train.export runs/x                       # newest complete checkpoint -> runs/x/export
-    python -m train.export runs/x --out exports/x --step 400 --dtype bfloat16
-    python -m train.export --check exports/x            # re-run the consistency check of an export
-    python -m train.export runs/x --out exports/x --gguf q8_0,q4_k_m   # plus llama.cpp GGUF files, measured
-    python -m train.export exports/x --gguf q8_0        # GGUF files for an existing export
+    glassbox export runs/x                       # newest complete checkpoint -> runs/x/export
+    glassbox export runs/x --out exports/x --step 400 --dtype bfloat16
+    glassbox export --check exports/x            # re-run the consistency check of an export
+    glassbox export runs/x --out exports/x --gguf q8_0,q4_k_m   # plus llama.cpp GGUF files, measured
+    glassbox export exports/x --gguf q8_0        # GGUF files for an existing export
 
-Reads the newest complete checkpoint (or ``--step N``) in whatever layout it was trained (train/handoff/weights.py
+Reads the newest complete checkpoint (or ``--step N``) in whatever layout it was trained (train/export/weights.py
 merges tensor-parallel slices and pipeline layers), and writes
 
     model.safetensors                  (or model-0000k-of-0000n.safetensors + index, over --max-shard-size)
@@ -15,13 +15,13 @@ merges tensor-parallel slices and pipeline layers), and writes
                                        sequence length, bos/eos/pad ids of the manifest's tokenizer
     generation_config.json
     tokenizer.json, tokenizer_config.json, special_tokens_map.json, tokenizer.model
-                                       the run's sentencepiece model via train.hf_tokenizer
+                                       the run's sentencepiece model via train.export.hf_tokenizer
     glassbox_export.json               run, step, layout, manifest hash, code version, files with sha256,
                                        and the consistency results
 
 The directory is written beside ``--out`` under a temporary name and checked before it is renamed into place,
 so ``--out`` only ever holds a complete export that passed: weights bit-identical to the merged checkpoint,
-logits and greedy generations of ``transformers`` equal to the training model's (train/handoff/consistency.py),
+logits and greedy generations of ``transformers`` equal to the training model's (train/export/consistency.py),
 and, for fp32 runs that logged validation at that step, the merged checkpoint's held-out loss equal to the
 logged ``val_loss`` (relative 1e-5). The last is the check of the merge itself: the comparison with
 ``transformers`` holds the merged weights on both sides, so only the run's own record can say the merge is
@@ -30,7 +30,7 @@ largest difference and where, and leaves the files in ``<out>.failed/`` for insp
 skip the check.
 
 ``--gguf FORMATS`` then writes ``model-<format>.gguf`` beside the export with llama.cpp and records what each
-format costs (held-out perplexity ratio, greedy agreement, size against the estimator): train/handoff/gguf.py.
+format costs (held-out perplexity ratio, greedy agreement, size against the estimator): train/export/gguf.py.
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class Prepared:
     """Everything both the export and ``--check`` need from a run: checkpoint, weights, tokenizer, probes."""
 
     def __init__(self, run, step, manifest_override, dtype: str):
-        from train.handoff import consistency, rundata, weights
+        from train.export import consistency, rundata, weights
 
         self.ckpt = weights.find_checkpoint(run, step)
         self.cfg = self.ckpt.model_cfg
@@ -92,7 +92,7 @@ class Prepared:
         self.probes = consistency.make_probes(self.cfg, order, self.sp_model)
 
     def check(self, export_dir: Path, rtol: float) -> dict:
-        from train.handoff import consistency
+        from train.export import consistency
 
         result = consistency.run_check(export_dir, self.cfg, self.reference_sd, self.hf_sd, self.probes,
                                        eos_id=self.ids["eos_id"], pad_id=self.ids["pad_id"], rtol=rtol)
@@ -105,21 +105,22 @@ class Prepared:
     def val_loss_check(self) -> dict:
         """The merged weights against the run's own validation loss at this step (a check of the merge
         itself, which the comparison with transformers cannot see: both sides hold the merged weights)."""
-        from train.handoff import perplexity, weights
+        from train.evaluation import heldout
+        from train.export import weights
 
-        logged = perplexity.logged_val(self.ckpt.run, self.ckpt.step)
+        logged = heldout.logged_val(self.ckpt.run, self.ckpt.step)
         if self.order is None or not logged or "val_loss" not in logged:
             return {"skipped": "the run logged no validation loss at this step (or its held-out data is unavailable)"}
         tokens = len(self.order.val_sources) * self.order.val_samples * self.order.L
         flops = 2 * self.cfg.num_params() * tokens
         if flops > VAL_CHECK_FLOPS:
             return {"skipped": f"{tokens:,} held-out tokens x {self.cfg.num_params():,} parameters is over the "
-                               "export's budget; python -m train.evaluate perplexity computes it"}
+                               "export's budget; glassbox evaluate perplexity computes it"}
         # fp32 checkpoints: the merged weights themselves (no copy); others: as upcast for the logit check.
         model = weights.load_reference_model(self.cfg, self.sd if self.checkpoint_dtype == "float32"
                                              else self.reference_sd)
-        per = perplexity.heldout_losses(lambda x: model(x)[0], self.order, self.cfg.vocab_size)
-        overall, _ = perplexity.combine(per, self.order)
+        per = heldout.heldout_losses(lambda x: model(x)[0], self.order, self.cfg.vocab_size)
+        overall, _ = heldout.combine(per, self.order)
         diff = abs(overall["loss"] - logged["val_loss"])
         out = {"logged": logged["val_loss"], "computed": overall["loss"],
                "per_source": {k: {"computed": v["loss"], "logged": logged.get(f"val_loss_{k}")}
@@ -139,8 +140,8 @@ class Prepared:
 def write_export(prep: Prepared, out: Path, max_shard_bytes: int, chat_template: bool) -> list[str]:
     from transformers import GenerationConfig
 
-    from train.handoff import weights
-    from train.hf_tokenizer import SIMPLE_CHAT_TEMPLATE, save_hf_tokenizer
+    from train.export import weights
+    from train.export.hf_tokenizer import SIMPLE_CHAT_TEMPLATE, save_hf_tokenizer
 
     ids = prep.ids
     files = weights.write_safetensors(prep.hf_sd, out, max_shard_bytes)
@@ -204,7 +205,7 @@ def _place(tmp: Path, out: Path) -> None:
 def export(run, out=None, *, step=None, manifest=None, dtype="auto", max_shard_size="5GB", chat_template=False,
            force=False, rtol=None, gguf=None, threads=None) -> tuple[int, dict | None]:
     """Export and check (then, with ``gguf`` formats, add GGUF files); returns (exit status, the export record)."""
-    from train.handoff import consistency, weights
+    from train.export import consistency, weights
 
     if gguf and (why := _gguf_unavailable()):
         print(f"error: --gguf: {why}", file=sys.stderr)
@@ -250,14 +251,14 @@ def export(run, out=None, *, step=None, manifest=None, dtype="auto", max_shard_s
 
 
 def _gguf_unavailable() -> str | None:
-    from train.handoff import gguf
+    from train.export import gguf
 
     return gguf.available()
 
 
 def add_gguf(export_dir: Path, formats: list[str], threads: int | None = None) -> tuple[int, dict | None]:
-    """GGUF files for a checked export (train/handoff/gguf.py); the export itself stays as it is on failure."""
-    from train.handoff import gguf
+    """GGUF files for a checked export (train/export/gguf.py); the export itself stays as it is on failure."""
+    from train.export import gguf
 
     if why := gguf.available():
         print(f"error: --gguf: {why}", file=sys.stderr)
@@ -273,7 +274,7 @@ def add_gguf(export_dir: Path, formats: list[str], threads: int | None = None) -
 
 def check(export_dir, manifest=None, rtol=None) -> tuple[int, dict | None]:
     """Re-run the consistency check of an existing export against the checkpoint it records."""
-    from train.handoff import consistency
+    from train.export import consistency
 
     export_dir = Path(export_dir)
     rec_path = export_dir / EXPORT_RECORD
@@ -291,7 +292,7 @@ def check(export_dir, manifest=None, rtol=None) -> tuple[int, dict | None]:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m train.export", description=__doc__,
+    p = argparse.ArgumentParser(prog="glassbox export", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("path", help="run directory (runs/<name>); with --check, an export directory")
     p.add_argument("--out", help="export directory (default RUN_DIR/export)")
@@ -305,7 +306,7 @@ def parse_args(argv=None):
                         "as train.serve's CPU server does; that server adds the stop '\\nUser:' only without one)")
     p.add_argument("--force", action="store_true", help="replace an existing export at --out")
     p.add_argument("--rtol", type=float, default=None,
-                   help="logit tolerance factor (default 1e-4; see train/handoff/consistency.py)")
+                   help="logit tolerance factor (default 1e-4; see train/export/consistency.py)")
     p.add_argument("--check", action="store_true", help="PATH is an export: re-run its consistency check")
     p.add_argument("--gguf", default=None, metavar="FORMATS",
                    help="also write llama.cpp GGUF files, e.g. q8_0,q4_k_m (f32, f16, bf16, q8_0, q6_k, q5_k_m, "
@@ -322,13 +323,13 @@ def main(argv=None) -> int:
               "is not an export of it. If the check fails, its message says where; --rtol loosens the "
               "tolerance (recorded in glassbox_export.json).", file=sys.stderr)
         return STATUS_ERROR
-    from train.handoff.rundata import RunDataError
-    from train.handoff.weights import ExportError
+    from train.export.rundata import RunDataError
+    from train.export.weights import ExportError
 
     try:
         formats = None
         if args.gguf is not None:
-            from train.handoff.gguf import parse_formats
+            from train.export.gguf import parse_formats
             formats = parse_formats(args.gguf)
         if args.check:
             status, _ = check(args.path, args.manifest, args.rtol)

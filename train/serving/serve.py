@@ -1,4 +1,4 @@
-"""OpenAI-compatible server for an exported model: ``python -m train.serve --model DIR`` (``make serve MODEL=DIR``).
+"""OpenAI-compatible server for an exported model: ``glassbox serve --model DIR`` (``make serve MODEL=DIR``).
 
 With ``--backend auto`` (the default) it starts vLLM's OpenAI server when vLLM is installed and a CUDA GPU
 is present (``--tp`` becomes ``--tensor-parallel-size``), and otherwise this project's CPU server
@@ -49,7 +49,7 @@ def vllm_command(args) -> list[str]:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m train.serve", description=__doc__,
+    p = argparse.ArgumentParser(prog="glassbox serve", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True, help="exported Hugging Face model directory, or a .gguf file")
     p.add_argument("--host", default="127.0.0.1")
@@ -74,7 +74,7 @@ def parse_args(argv=None):
         p.error("--max-body-bytes and --max-request-tokens must be >= 1")
     if is_gguf(args.model):
         if not os.path.isfile(args.model):
-            p.error(f"--model {args.model}: no such file; python -m train.export RUN --gguf q8_0 writes one")
+            p.error(f"--model {args.model}: no such file; glassbox export RUN --gguf q8_0 writes one")
     elif not os.path.isdir(args.model) or not os.path.isfile(os.path.join(args.model, "config.json")):
         p.error(f"--model {args.model}: not a model directory (no config.json) nor a .gguf file; export a run first")
     return args

@@ -1,7 +1,7 @@
 """A blind side-by-side of two exported models on a fixed prompt set, as files people can score.
 
 ``compare EXPORT_A EXPORT_B --out eval/compare.csv`` generates an answer from each model for every prompt of
-``train/eval_prompts.jsonl`` (``{"id", "category", "prompt"}`` per line; ``--prompts`` for another set) and
+``train/evaluation/prompts.jsonl`` (``{"id", "category", "prompt"}`` per line; ``--prompts`` for another set) and
 writes:
 
 - ``compare.csv``: one row per prompt: id, category, prompt, ``answer_1``, ``answer_2`` and empty columns
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-PROMPTS = Path(__file__).resolve().parents[1] / "eval_prompts.jsonl"
+PROMPTS = Path(__file__).resolve().parent / "prompts.jsonl"
 SCORE_COLUMNS = ["score_1", "score_2", "preferred", "notes"]
 
 

@@ -133,7 +133,7 @@ def hf_outputs(export_dir: Path, probes: list[Probe], prompts: list[list[int]], 
 
 def compare_weights(expected: dict[str, torch.Tensor], export_dir: Path) -> dict:
     """The files against the tensors they should hold, bit for bit."""
-    from train.handoff.weights import read_safetensors
+    from train.export.weights import read_safetensors
 
     found = read_safetensors(export_dir)
     missing, unexpected = sorted(set(expected) - set(found)), sorted(set(found) - set(expected))
@@ -204,7 +204,7 @@ def compare(ref: Outputs, hf: Outputs, probes: list[Probe], prompts: list[list[i
 def run_check(export_dir: Path, cfg, reference_sd: dict[str, torch.Tensor], expected_hf: dict[str, torch.Tensor],
               probes: list[Probe], *, eos_id: int | None, pad_id: int | None, rtol: float = RTOL) -> dict:
     """All three checks. ``reference_sd``: Llama names, fp32, rounded to the export dtype."""
-    from train.handoff.weights import load_reference_model
+    from train.export.weights import load_reference_model
 
     prompts = greedy_prompts(probes)
     new_tokens = max(1, min(GREEDY_TOKENS, cfg.max_seq_len - max(len(p) for p in prompts)))

@@ -1,7 +1,7 @@
 """lm-evaluation-harness tasks on an exported model, with everything that shaped the scores written beside them.
 
 Runs ``lm_eval.simple_evaluate`` with the Hugging Face backend (``model="hf"``, fp32, CPU unless ``--device``)
-on tasks found in train/eval_tasks/ (offline, shipped with the repo) and in any ``--include-path``. The
+on tasks found in train/evaluation/tasks/ (offline, shipped with the repo) and in any ``--include-path``. The
 result file (``<export>/eval/harness.json`` by default) holds the scores and stderr per task, and: harness
 name and version, task names and versions, num_fewshot per task, limit, batch size, the generation parameters
 (the command's ``--gen-kwargs`` and each task's ``generation_kwargs``), every seed, the model directory with
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-TASKS_DIR = Path(__file__).resolve().parents[1] / "eval_tasks"
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 DEFAULT_TASKS = ("glassbox_cloze", "glassbox_wikitext")
 INSTALL = "pip install -e '.[eval]'   (installs lm-eval[hf]==0.4.13)"
 
@@ -50,7 +50,7 @@ def import_lm_eval():
 
 
 def local_tasks(dest: Path) -> Path:
-    """train/eval_tasks/*.yaml copied to ``dest`` with relative ``data_files`` made absolute (the datasets json
+    """train/evaluation/tasks/*.yaml copied to ``dest`` with relative ``data_files`` made absolute (the datasets json
     loader resolves them against the working directory, not the YAML)."""
     dest.mkdir(parents=True, exist_ok=True)
     for src in sorted(TASKS_DIR.glob("*.yaml")):
@@ -72,7 +72,7 @@ def run_harness(export_dir, tasks, *, num_fewshot=None, limit=None, batch_size=4
     export_dir = Path(export_dir).resolve()
     if not (export_dir / "config.json").is_file():
         raise ValueError(f"{export_dir}: not a model directory (no config.json); export a run first "
-                         "(python -m train.export RUN_DIR)")
+                         "(glassbox export RUN_DIR)")
     if not online:
         os.environ["HF_HUB_OFFLINE"] = "1"
         os.environ["HF_DATASETS_OFFLINE"] = "1"

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from train.handoff.export import EXPORT_RECORD
+from train.export.export import EXPORT_RECORD
 
 
 class EvalError(RuntimeError):
@@ -83,7 +83,7 @@ def logged_val(run: Path, step: int) -> dict | None:
 
 def open_model(path: Path, step: int | None = None):
     """(kind, run dir, step, logits_fn, vocab_size, description) for a run directory or an export."""
-    from train.handoff import weights
+    from train.export import weights
 
     path = Path(path)
     if (path / EXPORT_RECORD).is_file():
@@ -106,7 +106,7 @@ def open_model(path: Path, step: int | None = None):
 
 
 def perplexity(path, *, step=None, manifest=None, batch_size=8) -> dict:
-    from train.handoff import rundata, weights
+    from train.export import rundata, weights
 
     t0 = time.perf_counter()
     kind, run, step, logits_fn, vocab, where = open_model(Path(path), step)

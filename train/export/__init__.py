@@ -1,9 +1,10 @@
-"""The hand-off of a trained run: export to a Hugging Face directory, and evaluation of runs and exports.
+"""Export of a trained run (``glassbox export RUN``, or ``python -m train.export.export``).
 
 - ``weights``: a run's checkpoint (any TP x PP x DP layout) merged into one ``train.model.Llama`` state dict,
   and its mapping to ``LlamaForCausalLM`` names and config.
 - ``rundata``: what a run directory points at: its manifest, tokenizer and held-out validation documents.
+- ``hf_tokenizer``: the run's sentencepiece model as Hugging Face tokenizer files.
 - ``consistency``: the exported model in ``transformers`` against the training model on the same tokens.
-- ``export``: ``python -m train.export``.
-- ``perplexity``, ``harness``, ``compare`` and ``evaluate``: ``python -m train.evaluate``.
+- ``gguf``: GGUF files of an export and their measured loss against it.
+- ``export``: the command.
 """

@@ -10,7 +10,7 @@ llama.cpp's quantizer (``llama_model_quantize`` in the llama-cpp-python library)
   ``train.evaluate perplexity``) computed by llama.cpp on the GGUF file, and ``perplexity_ratio`` to the full
   precision export's (computed by transformers, fp32); ``overall`` weights the sources as the trainer does.
   Target: q8_0 within 1 % (``within_target``); other formats are reported.
-- ``greedy``: greedy continuations of the blind prompt set (train/eval_prompts.jsonl, each after the
+- ``greedy``: greedy continuations of the blind prompt set (train/evaluation/prompts.jsonl, each after the
   end-of-document token, as ``train.evaluate compare`` does) by the GGUF file and by the export, on the same
   prompt ids: how many are identical, and the mean share of tokens before the first difference.
 - ``size``: the file's bytes against train/estimate.py's weight memory for that precision (fp32 / bf16 / int8 /
@@ -119,10 +119,10 @@ def gguf_logits_fn(llm):
 
 
 def heldout(order, logits_fn, vocab: int) -> dict:
-    from train.handoff import perplexity
+    from train.evaluation.heldout import combine, heldout_losses
 
-    per = perplexity.heldout_losses(logits_fn, order, vocab)
-    overall, _ = perplexity.combine(per, order)
+    per = heldout_losses(logits_fn, order, vocab)
+    overall, _ = combine(per, order)
     return {"per_source": per, "overall": {"loss": overall["loss"], "perplexity": overall["perplexity"]}}
 
 
@@ -135,7 +135,7 @@ def with_ratios(measured: dict, reference: dict) -> dict:
 
 
 def prompt_ids(tokenizer, eos: int | None, ctx: int, n_new: int) -> list[list[int]]:
-    from train.handoff.compare import read_prompts
+    from train.evaluation.compare import read_prompts
 
     out = []
     for p in read_prompts():
@@ -219,9 +219,9 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     ``gguf`` entry written to glassbox_export.json."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from train.handoff import rundata, weights
+    from train.export import rundata, weights
     from glassbox.contracts import sha256_file
-    from train.handoff.export import EXPORT_RECORD
+    from train.export.export import EXPORT_RECORD
 
     why = available()
     if why:

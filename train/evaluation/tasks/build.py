@@ -1,4 +1,4 @@
-"""Rebuild the data of the offline lm-eval tasks from bundled text: ``python -m train.eval_tasks.build``.
+"""Rebuild the data of the offline lm-eval tasks from bundled text: ``python -m train.evaluation.tasks.build``.
 
 Deterministic (seeded), so the committed JSONL files are what this writes. Source: the WikiText-2 validation
 split bundled in quality_models/data/ (see NOTICE), detokenized (``@-@`` escapes, spaces before punctuation),
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TEXT = HERE.parents[1] / "quality_models" / "data" / "wikitext-2-valid.txt"
+TEXT = HERE.parents[2] / "quality_models" / "data" / "wikitext-2-valid.txt"
 SEED = 2024
 CONTEXT_WORDS, CONTINUATION_WORDS = 14, 6
 

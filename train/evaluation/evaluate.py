@@ -1,10 +1,10 @@
-"""``python -m train.evaluate``: perplexity on held-out data, lm-eval tasks, and a blind side-by-side.
+"""``glassbox evaluate``: perplexity on held-out data, lm-eval tasks, and a blind side-by-side.
 
-    python -m train.evaluate perplexity RUN_OR_EXPORT_DIR [--step N]      -> <dir>/eval/perplexity.json
-    python -m train.evaluate harness EXPORT_DIR [--tasks glassbox_cloze,glassbox_wikitext] [--limit N]
+    glassbox evaluate perplexity RUN_OR_EXPORT_DIR [--step N]      -> <dir>/eval/perplexity.json
+    glassbox evaluate harness EXPORT_DIR [--tasks glassbox_cloze,glassbox_wikitext] [--limit N]
                                                                            -> <dir>/eval/harness.json
-    python -m train.evaluate compare EXPORT_A EXPORT_B --out eval/compare.csv   (+ .md sheet, .key.json)
-    python -m train.evaluate tally eval/compare.csv                        (after people filled in the scores)
+    glassbox evaluate compare EXPORT_A EXPORT_B --out eval/compare.csv   (+ .md sheet, .key.json)
+    glassbox evaluate tally eval/compare.csv                        (after people filled in the scores)
 
 Exit status: 0 done, 2 a usage or input error (the message says what to pass), 3 lm-eval is not installed.
 """
@@ -24,7 +24,7 @@ def _write(path: Path, obj: dict) -> None:
 
 
 def cmd_perplexity(args) -> int:
-    from train.handoff.perplexity import format_table, perplexity
+    from train.evaluation.heldout import format_table, perplexity
 
     result = perplexity(args.path, step=args.step, manifest=args.manifest, batch_size=args.batch_size)
     out = Path(args.out) if args.out else Path(args.path) / "eval" / "perplexity.json"
@@ -35,7 +35,7 @@ def cmd_perplexity(args) -> int:
 
 
 def cmd_harness(args) -> int:
-    from train.handoff.harness import DEFAULT_TASKS, format_table, run_harness
+    from train.evaluation.harness import DEFAULT_TASKS, format_table, run_harness
 
     tasks = [t.strip() for t in (args.tasks or ",".join(DEFAULT_TASKS)).split(",") if t.strip()]
     result = run_harness(args.path, tasks, num_fewshot=args.num_fewshot, limit=args.limit,
@@ -49,7 +49,7 @@ def cmd_harness(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from train.handoff.compare import PROMPTS, compare
+    from train.evaluation.compare import PROMPTS, compare
 
     files = compare(args.model_a, args.model_b, args.out, prompts_path=args.prompts or PROMPTS,
                     max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_p=args.top_p,
@@ -59,7 +59,7 @@ def cmd_compare(args) -> int:
 
 
 def cmd_tally(args) -> int:
-    from train.handoff.compare import tally
+    from train.evaluation.compare import tally
 
     result = tally(args.sheet, args.key)
     print(json.dumps(result, indent=1))
@@ -72,7 +72,7 @@ def _limit(text: str) -> int | float:
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="python -m train.evaluate", description=__doc__,
+    p = argparse.ArgumentParser(prog="glassbox evaluate", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
 
@@ -87,7 +87,7 @@ def parse_args(argv=None):
     ph = sub.add_parser("harness", help="lm-evaluation-harness tasks on an export (HF backend)")
     ph.add_argument("path", help="export directory")
     ph.add_argument("--tasks", help="comma-separated task names (default: glassbox_cloze,glassbox_wikitext; "
-                                    "shipped: train/eval_tasks/*.yaml)")
+                                    "shipped: train/evaluation/tasks/*.yaml)")
     ph.add_argument("--num-fewshot", type=int, default=None)
     ph.add_argument("--limit", type=_limit, default=None, help="items per task (a fraction when < 1)")
     ph.add_argument("--batch-size", type=int, default=4)
@@ -105,7 +105,7 @@ def parse_args(argv=None):
     pc.add_argument("model_a")
     pc.add_argument("model_b")
     pc.add_argument("--out", required=True, help="sheet path, e.g. eval/compare.csv (.md and .key.json beside)")
-    pc.add_argument("--prompts", help="JSONL of {id, category, prompt} (default train/eval_prompts.jsonl)")
+    pc.add_argument("--prompts", help="JSONL of {id, category, prompt} (default train/evaluation/prompts.jsonl)")
     pc.add_argument("--max-new-tokens", type=int, default=64)
     pc.add_argument("--temperature", type=float, default=0.0, help="0: greedy")
     pc.add_argument("--top-p", type=float, default=1.0)
@@ -122,10 +122,10 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    from train.handoff.harness import HarnessUnavailable
-    from train.handoff.perplexity import EvalError
-    from train.handoff.rundata import RunDataError
-    from train.handoff.weights import ExportError
+    from train.evaluation.harness import HarnessUnavailable
+    from train.evaluation.heldout import EvalError
+    from train.export.rundata import RunDataError
+    from train.export.weights import ExportError
 
     try:
         return args.fn(args)

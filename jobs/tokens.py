@@ -9,7 +9,8 @@ tokenized/ is built in a side folder and swapped in whole, so readers never see 
 corpus and a rerun leaves no stale shard. Each source gets exactly `shards_per_source` files, rows
 hash-partitioned and sorted by id: the same input gives byte-identical shards.
 
-Run it as `spark-submit jobs/tokenize.py --config C --data D` (see that file for why the code is here).
+Run it as `spark-submit jobs/tokens.py --config C --data D` (`make tokenize`). The file is not called
+tokenize.py: run from jobs/, that name would shadow the standard library's `tokenize` module.
 """
 from __future__ import annotations
 
@@ -208,3 +209,6 @@ def main(argv=None) -> int:
           + f"; shards and counts.json in {os.path.join(data, OUT)}")
     return 0
 
+
+if __name__ == "__main__":
+    sys.exit(main())
