@@ -1,4 +1,4 @@
-"""train.diagnose: each pattern injected at a known step is found near it; healthy curves of several
+"""train.record.diagnose: each pattern injected at a known step is found near it; healthy curves of several
 shapes give no finding; the record reader survives torn lines, nulls, restarted steps and rows without a
 kind; what could not be judged is said; the CLI."""
 import json
@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from record_fixtures import LN_V, VOCAB, healthy, lr_schedule, noisy, rows_from, trend, write_run
-from train.diagnose import DiagnoseConfig, assess, diagnose, format_table, load_metrics
+from train.record.diagnose import DiagnoseConfig, assess, diagnose, format_table
+from train.record.load import load_metrics
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
 
