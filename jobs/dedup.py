@@ -48,7 +48,7 @@ def parquet_files(folder: str) -> list[str]:
 def takes_local_path(cfg, files: list[str]) -> bool:
     """Whether the input is small enough for the one-task path (and nothing needs the distributed one)."""
     limit = cfg.dedup.local_max_bytes
-    return limit > 0 and not cfg.dedup.semantic.enabled and input_text_bytes(files, limit) <= limit
+    return bool(files) and limit > 0 and not cfg.dedup.semantic.enabled and input_text_bytes(files, limit) <= limit
 
 
 def run_local(spark, cfg, data_dir: str, files: list[str], t0: float) -> StageStats:

@@ -35,16 +35,29 @@ def test_spark_string_hash_matches_spark(spark):
     assert spark_partition_of(strings, 5).tolist() == [r["p"] for r in placed]
 
 
+def test_which_path(tmp_path):
+    pq.write_table(pa.table({"id": ["a", "b"], "text": ["x" * 3000, "y" * 3000]}), tmp_path / "part-0.parquet")
+    files = [str(tmp_path / "part-0.parquet")]
+    assert dedup.takes_local_path(_config(64 << 20), files)
+    assert not dedup.takes_local_path(_config(0), files)      # 0: always distributed
+    assert not dedup.takes_local_path(_config(1000), files)   # more text than the limit
+    assert not dedup.takes_local_path(_config(64 << 20), [])  # nothing to read: the distributed path says so
+    semantic = dataclasses.replace(_config(0).dedup.semantic, enabled=True)
+    assert not dedup.takes_local_path(_config(64 << 20, semantic=semantic), files)
+
+
 def _config(local_max_bytes: int, **dedup_changes):
     cfg = load_config(REPO / "examples" / "sample.yaml", base=REPO)
     return dataclasses.replace(cfg, dedup=dataclasses.replace(cfg.dedup, local_max_bytes=local_max_bytes,
                                                               **dedup_changes))
 
 
-def _parts(folder) -> dict[str, list[dict]]:
-    """part number -> its rows in file order (Spark names files part-NNNNN-<uuid>-c000..., we part-NNNNN...)."""
-    return {f[:len("part-00000")]: pq.read_table(os.path.join(folder, f)).to_pylist()
-            for f in sorted(os.listdir(folder)) if f.startswith("part-")}
+def _parts(folder) -> dict[str, tuple[list[str], list[dict]]]:
+    """part number -> its columns and its rows in file order (Spark names files part-NNNNN-<uuid>-c000...,
+    the local path part-NNNNN...)."""
+    tables = {f[:len("part-00000")]: pq.read_table(os.path.join(folder, f))
+              for f in sorted(os.listdir(folder)) if f.startswith("part-")}
+    return {k: (t.column_names, t.to_pylist()) for k, t in tables.items()}
 
 
 def _rejected(data) -> dict[str, dict]:

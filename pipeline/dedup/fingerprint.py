@@ -17,7 +17,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
-from pipeline.dedup.exact import exact_hash_of_key, key_words
+from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
 
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]
@@ -52,8 +52,7 @@ def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: 
     only exact_hash is computed (near dedup off): shingles and bands are null."""
     n = len(texts)
     if ngram is None:
-        exact = [exact_hash_of_key(" ".join(key_words(t))) for t in texts]
-        return [pa.array(exact, pa.string()), pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
+        return [pa.array([exact_hash(t) for t in texts], pa.string()), pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
     fp = fingerprint_arrays(texts, ngram, num_perm, bands, rows, seed)
     shingles = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer((fp.offsets * 8).astype(np.int32)),
                                                        pa.py_buffer(fp.values.astype("<u8").tobytes())])

@@ -29,13 +29,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline.dedup.components import keep_best_first
-from pipeline.dedup.exact import exact_hash_of_key, key_words
+from pipeline.dedup.exact import exact_hash
 from pipeline.dedup.fingerprint import Fingerprints, fingerprint_arrays
 from pipeline.dedup.marks import STATUS_COLUMNS
 from pipeline.dedup.minhash import MEASURES
 from pipeline.dedup.near import FP_COLUMNS, PAIRS_BUCKET
 from pipeline.dedup.near import REASON as NEAR_REASON
+from pipeline.runner import replace_dir
 from pipeline.schema import KEPT, REJECTED
+from pipeline.units import text_bytes
 
 BATCH = 512                   # rows per fingerprint call, as the distributed path's Arrow batches
 OURS = ("minhash_cluster",) + FP_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
@@ -187,7 +189,7 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
             parts.append(fingerprint_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
                                             near_cfg.rows, near_cfg.seed))
         else:
-            hashes += [exact_hash_of_key(" ".join(key_words(t))) for t in chunk]
+            hashes += [exact_hash(t) for t in chunk]
     fp = _concat_fingerprints(parts) if near else None
     if near:
         hashes = fp.exact
@@ -239,8 +241,7 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     dropped = dropped.take(pa.array(sorted(range(len(dropped_ids)), key=dropped_ids.__getitem__), pa.int64()))
     _write_folder(rejected_dir, [("part-00000.zstd.parquet", dropped)])
 
-    text_len = lambda t: int(pc.sum(pc.fill_null(pc.binary_length(t.column("text")), 0)).as_py() or 0)
-    return {"records_in": n, "bytes_in": text_len(table), "records_out": kept.num_rows, "bytes_out": text_len(kept),
+    return {"records_in": n, "bytes_in": text_bytes(table), "records_out": kept.num_rows, "bytes_out": text_bytes(kept),
             "rejected": dict(sorted(Counter(x for x in reason if x is not None).items())), "info": info}
 
 
@@ -254,10 +255,4 @@ def _write_folder(folder: str, files: list[tuple[str, pa.Table]]) -> None:
         if pq.read_metadata(os.path.join(tmp, name)).num_rows != t.num_rows:
             raise IOError(f"{folder}/{name}: the file does not hold the {t.num_rows} rows written")
     open(os.path.join(tmp, "_SUCCESS"), "w").close()
-    old = folder.rstrip("/") + ".__old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(folder):
-        os.rename(folder, old)
-    os.makedirs(os.path.dirname(folder.rstrip("/")), exist_ok=True)
-    os.rename(tmp, folder)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_dir(tmp, folder)
