@@ -293,7 +293,7 @@ def run_child(cmd: list[str], env: dict, log: Path) -> tuple[float, dict]:
 
 # ---- the two systems ----------------------------------------------------------------------------
 
-def prepare(docs: list[dict], root: Path, files: int, event_log: bool = False) -> None:
+def prepare(docs: list[dict], root: Path, files: int, event_log: bool = False, local_max_bytes: int = 0) -> None:
     """root/scored/ (Parquet, the dedup stage's input) and root/jsonl/ (DataTrove's input)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -319,7 +319,8 @@ def prepare(docs: list[dict], root: Path, files: int, event_log: bool = False) -
                       "spark.eventLog.dir": f"file://{root / 'spark-events'}"})
     (root / "config.yaml").write_text(json.dumps({
         "sources": {"web": {"format": "jsonl", "paths": [str(root / "jsonl" / "*.jsonl")]}},
-        "dedup": {"exact": True, "shards": files},
+        # 0: the distributed path, which the DataTrove comparison and the sizing guide are about
+        "dedup": {"exact": True, "shards": files, "local_max_bytes": local_max_bytes},
         "spark": spark,
     }))
 
@@ -402,6 +403,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "dedup_scale.json")
     ap.add_argument("--keep", action="store_true", help="keep the corpora and outputs under --work")
     ap.add_argument("--event-log", action="store_true", help="write Spark's event log under each size's folder")
+    ap.add_argument("--local-max-bytes", type=int, default=0,
+                    help="dedup.local_max_bytes (default 0: always the distributed path)")
     args = ap.parse_args()
     peers = args.peers == "auto" and PEERS_PY.exists()
     if args.peers == "auto" and not peers:
@@ -414,7 +417,7 @@ def main() -> None:
         sim = Similarity({d["id"]: d for d in docs})
         truth = truth_pairs(docs)
         root = args.work / f"n{n}"
-        prepare(docs, root, files=max(2, args.width), event_log=args.event_log)
+        prepare(docs, root, files=max(2, args.width), event_log=args.event_log, local_max_bytes=args.local_max_bytes)
         entry = {"docs": n, "words": sum(len(d["text"].split()) for d in docs), "truth_pairs": len(truth),
                  "corpus_s": round(time.perf_counter() - t0, 1)}
         systems = [("glassbox", run_glassbox)] + ([("datatrove", run_datatrove)] if peers else [])

@@ -7,6 +7,11 @@ before; every removed document goes to rejected/ with its reason and `duplicate_
 The text is read by Python once: one pass computes every document's exact hash, shingle hashes and
 LSH band keys (cached on local disk); the steps after it move only ids, hashes and counts, and the
 final write joins the (few) marks back onto the rows.
+
+An input with less text than `dedup.local_max_bytes` (counted from the Parquet footers) takes the local
+path instead: pipeline/dedup/local.py makes the same decisions and writes the same files in one Spark
+task, without the distributed path's dozens of small jobs. With semantic dedup enabled the distributed
+path always runs (its embedding step is a Spark job over the near-dedup survivors).
 """
 from __future__ import annotations
 
@@ -20,8 +25,10 @@ from pyspark.sql import functions as F
 
 from pipeline.dedup.marks import apply_marks, combine, marks
 from pipeline.dedup.near import FP_COLUMNS, fingerprint_rows, near_status_marks
+from pipeline.dedup.local import dedup_files, input_text_bytes
 from pipeline.schema import KEPT
 from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
+from pipeline.stats import StageStats
 
 
 def exact_marks(fp: DataFrame) -> DataFrame:
@@ -32,12 +39,46 @@ def exact_marks(fp: DataFrame) -> DataFrame:
               .select("id", F.col("_first").alias("duplicate_of")))
 
 
+def parquet_files(folder: str) -> list[str]:
+    """The data files of a Parquet folder, as Spark reads it (names starting with _ or . are not data)."""
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith(".parquet") and not f.startswith(("_", ".")))
+
+
+def takes_local_path(cfg, files: list[str]) -> bool:
+    """Whether the input is small enough for the one-task path (and nothing needs the distributed one)."""
+    limit = cfg.dedup.local_max_bytes
+    return bool(files) and limit > 0 and not cfg.dedup.semantic.enabled and input_text_bytes(files, limit) <= limit
+
+
+def run_local(spark, cfg, data_dir: str, files: list[str], t0: float) -> StageStats:
+    """The local path in one Spark task (on a cluster: on an executor, which reaches DATA as the units
+    of the other stages do); only counts come back to the driver."""
+    out_path = os.path.join(data_dir, "dedup")
+    rej_path = os.path.join(data_dir, "rejected", "stage=dedup")
+    near_cfg = cfg.dedup.near if cfg.dedup.near.enabled else None
+    exact, shards = cfg.dedup.exact, cfg.dedup.shards
+    spark.sparkContext.setJobDescription(f"dedup: {len(files)} files in one task (local path)")
+    counts = (spark.sparkContext.parallelize([0], 1)
+              .map(lambda _: dedup_files(files, out_path, rej_path, exact, near_cfg, shards)).collect()[0])
+    stats = StageStats(stage="dedup", records_in=counts["records_in"], records_out=counts["records_out"],
+                       rejected=counts["rejected"], bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"],
+                       wall_s=round(time.time() - t0, 2), input=os.path.join(data_dir, "scored"),
+                       output=out_path, extra={**counts["info"], "path": "local"})
+    stats.check()
+    stats.write(data_dir)
+    return stats
+
+
 def run(spark, cfg, data_dir: str):
     t0 = time.time()
     src = os.path.join(data_dir, "scored")
+    files = parquet_files(src)
+    if takes_local_path(cfg, files):
+        return run_local(spark, cfg, data_dir, files, t0)
     docs = spark.read.parquet(src)
     near_cfg, sem_cfg = cfg.dedup.near, cfg.dedup.semantic
-    info: dict = {"exact": {}}
+    info: dict = {"exact": {}, "path": "distributed"}
     checkpoints = os.path.join(data_dir, "_checkpoints")
     spark.sparkContext.setCheckpointDir(checkpoints)  # components on a big graph cut their lineage here
     rows = fingerprint_rows(docs, near_cfg).persist(StorageLevel.DISK_ONLY)

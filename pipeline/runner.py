@@ -77,7 +77,7 @@ def input_fingerprint(data_dir: str, previous_stage: str, previous_output: str) 
     return fingerprint(path_identity(os.path.join(data_dir, previous_output)))
 
 
-def _replace_dir(src: str, dst: str) -> None:
+def replace_dir(src: str, dst: str) -> None:
     """Swap a finished folder into place; the old one is removed only after the new one is there."""
     if not os.path.exists(src):
         return  # already moved by an earlier, interrupted commit
@@ -203,8 +203,8 @@ class StageContext:
         stats.extra = {**(extra or {}), "units": total, "units_reused": reused}
         stats.check()
         open(os.path.join(self.dirs.work, COMMITTING), "w").close()
-        _replace_dir(self.dirs.out, os.path.join(self.data_dir, output))
-        _replace_dir(self.dirs.rejected, os.path.join(self.data_dir, "rejected", f"stage={self.stage}"))
+        replace_dir(self.dirs.out, os.path.join(self.data_dir, output))
+        replace_dir(self.dirs.rejected, os.path.join(self.data_dir, "rejected", f"stage={self.stage}"))
         stats.wall_s = round(time.time() - t0, 2)
         stats.write(self.data_dir)
         return stats

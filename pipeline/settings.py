@@ -194,6 +194,11 @@ class SemanticDedupConfig:
 class DedupConfig:
     exact: bool = True
     shards: int = setting(4, ge=1)   # output files of the final stage; fixed so reruns give the same shards
+    # Inputs with less text than this (bytes, from the Parquet footers) are deduplicated in one Spark task
+    # by pipeline/dedup/local.py: the same result in seconds instead of dozens of small Spark jobs. That task
+    # holds the input and ~8 bytes per word, so keep it well under an executor's memory; 0 = never.
+    local_max_bytes: int = setting(64 << 20, ge=0, le=1 << 30,
+                                   why="one task holds the whole input: beyond 1 GiB use the distributed path")
     near: NearDedupConfig = field(default_factory=NearDedupConfig)          # MinHash LSH
     semantic: SemanticDedupConfig = field(default_factory=SemanticDedupConfig)  # SemDeDup
 

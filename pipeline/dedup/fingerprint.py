@@ -11,37 +11,55 @@ The record-level arithmetic is in `minhash.py`; this module is the Arrow glue.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 import pyarrow as pa
 
-from pipeline.dedup.exact import exact_hash_of_key, key_words
+from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
 
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]
 SPARK_COLUMNS = "exact_hash string, shingles binary, bands array<bigint>"
 
 
+@dataclass
+class Fingerprints:
+    """A batch's fingerprints as arrays: document i's shingle-hash set is
+    values[offsets[i]:offsets[i + 1]] (sorted, no repeats), its band keys keys[i] (meaningful only
+    where has_words[i])."""
+    exact: list[str]
+    values: np.ndarray      # uint64
+    offsets: np.ndarray     # int64, len(exact) + 1
+    keys: np.ndarray        # (documents, bands) int64
+    has_words: np.ndarray   # bool
+
+
+def fingerprint_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int, seed: int) -> Fingerprints:
+    """Exact hashes, shingle-hash sets and band keys of a batch of texts (None counts as empty)."""
+    words = [key_words(t) for t in texts]
+    exact = [exact_hash_of_key(" ".join(w)) for w in words]
+    values, offsets = shingle_hashes(words, ngram)
+    keys = band_keys(minhash_signatures(values, offsets, num_perm, seed), bands, rows)
+    # a text without words has no shingles, so no bands: never a candidate
+    return Fingerprints(exact, values, offsets, keys, np.diff(offsets) > 0)
+
+
 def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0,
                       seed: int = 0) -> list[pa.Array]:
     """The three fingerprint columns for a batch of texts (None counts as empty). With ngram None
     only exact_hash is computed (near dedup off): shingles and bands are null."""
-    words = [key_words(t) for t in texts]
-    exact = pa.array([exact_hash_of_key(" ".join(w)) for w in words], pa.string())
     n = len(texts)
     if ngram is None:
-        return [exact, pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
-    values, offsets = shingle_hashes(words, ngram)
-    sigs = minhash_signatures(values, offsets, num_perm, seed)
-    keys = band_keys(sigs, bands, rows)
-    has = np.diff(offsets) > 0  # a text without words has no shingles, so no bands: never a candidate
-    shingles = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer((offsets * 8).astype(np.int32)),
-                                                       pa.py_buffer(values.astype("<u8").tobytes())])
+        return [pa.array([exact_hash(t) for t in texts], pa.string()), pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
+    fp = fingerprint_arrays(texts, ngram, num_perm, bands, rows, seed)
+    shingles = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer((fp.offsets * 8).astype(np.int32)),
+                                                       pa.py_buffer(fp.values.astype("<u8").tobytes())])
     band_offsets = np.zeros(n + 1, dtype=np.int32)
-    np.cumsum(np.where(has, bands, 0), out=band_offsets[1:])
-    band_values = pa.array(keys[has].reshape(-1), pa.int64())
-    return [exact, shingles, pa.ListArray.from_arrays(pa.array(band_offsets), band_values)]
+    np.cumsum(np.where(fp.has_words, bands, 0), out=band_offsets[1:])
+    band_values = pa.array(fp.keys[fp.has_words].reshape(-1), pa.int64())
+    return [pa.array(fp.exact, pa.string()), shingles, pa.ListArray.from_arrays(pa.array(band_offsets), band_values)]
 
 
 def fingerprint_partition(ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0, seed: int = 0):

@@ -1,0 +1,258 @@
+"""The whole dedup stage (exact, then near duplicates) in one Python process, for an input small
+enough to hold: the decisions of the distributed path (jobs/dedup.py) from the same record-level
+functions, without its dozens of Spark jobs.
+
+    scored/*.parquet ──read once──▶ one Arrow table
+        ──fingerprint_arrays per 512 rows──▶ exact hashes, shingle-hash sets, LSH band keys (numpy)
+        ──exact──▶ per exact hash, the smallest id survives
+        ──buckets──▶ (scope, band key) groups by one sort: all pairs of a group of up to
+                     PAIRS_BUCKET, a star to the smallest id up to max_bucket, bigger ones counted
+        ──verify──▶ exact Jaccard (or containment) of the two hash sets
+        ──keep_best_first──▶ components and survivors
+        ──write──▶ dedup/ in `shards` files laid out as Spark's repartition(shards, "id") lays them
+                   out, sorted by id; rejected/stage=dedup/
+
+Its memory is the input table plus 8 bytes per word: the caller uses it only below
+`dedup.local_max_bytes` of text. Plain Python, pyarrow and numpy (no Spark job): jobs/dedup.py runs it
+in one Spark task, so on a cluster it runs on an executor, not in the driver.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.dedup.components import keep_best_first
+from pipeline.dedup.exact import exact_hash
+from pipeline.dedup.fingerprint import Fingerprints, fingerprint_arrays
+from pipeline.dedup.marks import STATUS_COLUMNS
+from pipeline.dedup.minhash import MEASURES
+from pipeline.dedup.near import FP_COLUMNS, PAIRS_BUCKET
+from pipeline.dedup.near import REASON as NEAR_REASON
+from pipeline.runner import replace_dir
+from pipeline.schema import KEPT, REJECTED
+from pipeline.units import text_bytes
+
+BATCH = 512                   # rows per fingerprint call, as the distributed path's Arrow batches
+OURS = ("minhash_cluster",) + FP_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
+
+
+# ---- Spark's hash partitioning, so that both paths write the same rows to the same files ----------
+
+_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
+
+
+def _rotl(x: np.ndarray, r: int) -> np.ndarray:
+    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
+
+
+def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+    k = _rotl(k * _C1, 15) * _C2
+    return _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
+
+
+def spark_string_hash(encoded: list[bytes], seed: int = 42) -> np.ndarray:
+    """Spark's `hash()` of UTF-8 strings (Murmur3_x86_32.hashUnsafeBytes: 4-byte little-endian words,
+    then each remaining byte, sign-extended, as a word of its own), as int32; vectorised over
+    strings of equal length."""
+    out = np.zeros(len(encoded), dtype=np.int32)
+    by_len: dict[int, list[int]] = {}
+    for i, b in enumerate(encoded):
+        by_len.setdefault(len(b), []).append(i)
+    with np.errstate(over="ignore"):
+        for length, idx in by_len.items():
+            raw = np.frombuffer(b"".join(encoded[i] for i in idx), dtype=np.uint8).reshape(len(idx), length)
+            h = np.full(len(idx), seed, dtype=np.uint32)
+            aligned = length - length % 4
+            words = np.ascontiguousarray(raw[:, :aligned]).view("<u4").astype(np.uint32)
+            for j in range(words.shape[1]):
+                h = _mix(h, words[:, j])
+            for j in range(aligned, length):
+                h = _mix(h, raw[:, j].astype(np.int8).astype(np.int32).view(np.uint32))
+            h ^= np.uint32(length)
+            h ^= h >> np.uint32(16)
+            h *= np.uint32(0x85EBCA6B)
+            h ^= h >> np.uint32(13)
+            h *= np.uint32(0xC2B2AE35)
+            h ^= h >> np.uint32(16)
+            out[idx] = h.view(np.int32)
+    return out
+
+
+def spark_partition_of(ids: list[str], n: int) -> np.ndarray:
+    """The partition Spark's repartition(n, id) sends each id to: pmod(hash(id), n)."""
+    return spark_string_hash([i.encode("utf-8") for i in ids]).astype(np.int64) % n
+
+
+# ---- the decisions ------------------------------------------------------------------------------
+
+def exact_survivors(ids: list[str], hashes: list[str]) -> dict[int, str]:
+    """Row -> the id it is an exact duplicate of (the smallest id with its hash)."""
+    first: dict[str, str] = {}
+    for i, h in zip(ids, hashes):
+        if h not in first or i < first[h]:
+            first[h] = i
+    return {r: first[h] for r, (i, h) in enumerate(zip(ids, hashes)) if first[h] != i}
+
+
+def candidate_pairs(rows: np.ndarray, id_rank: np.ndarray, scope: np.ndarray, keys: np.ndarray,
+                    max_bucket: int) -> tuple[set[tuple[int, int]], int]:
+    """LSH candidates among `rows`: ((row of the smaller id, row of the larger id) pairs, buckets
+    over max_bucket). A bucket is the rows sharing a band key in one scope; one sort finds them."""
+    bands = keys.shape[1]
+    row = np.repeat(rows, bands)
+    key = keys[rows].reshape(-1)
+    sc = scope[row]
+    order = np.lexsort((id_rank[row], key, sc))  # by scope, key, then id: a bucket's head comes first
+    row, key, sc = row[order], key[order], sc[order]
+    starts = np.flatnonzero(np.concatenate(([True], (key[1:] != key[:-1]) | (sc[1:] != sc[:-1]))))
+    sizes = np.diff(np.append(starts, len(row)))
+    pairs: set[tuple[int, int]] = set()
+    capped = 0
+    for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+        members = row[start:start + size].tolist()
+        if size <= PAIRS_BUCKET:
+            pairs.update(itertools.combinations(members, 2))
+        elif size <= max_bucket:
+            pairs.update((members[0], m) for m in members[1:])
+        else:
+            capped += 1
+    return pairs, capped
+
+
+def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.ndarray, fp: Fingerprints, cfg
+                   ) -> tuple[dict[str, tuple[str, str | None]], dict]:
+    """(id -> (minhash_cluster, duplicate_of) for every document of a verified component, info)."""
+    info = {"candidate_pairs": 0, "verified_pairs": 0, "components": 0, "capped_buckets": 0, "removed": 0,
+            "cc_iterations": 0}
+    id_rank = np.empty(len(ids), dtype=np.int64)
+    id_rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    rows = np.flatnonzero(live & fp.has_words)
+    pairs, info["capped_buckets"] = candidate_pairs(rows, id_rank, scope, fp.keys, cfg.max_bucket)
+    info["candidate_pairs"] = len(pairs)
+    if cfg.verify:
+        similarity, off, values = MEASURES[cfg.measure], fp.offsets, fp.values
+        pairs = {(a, b) for a, b in pairs
+                 if similarity(values[off[a]:off[a + 1]], values[off[b]:off[b + 1]]) >= cfg.threshold}
+    edges = [(ids[a], ids[b]) for a, b in sorted(pairs)]
+    decided = keep_best_first(edges, {ids[r]: quality[r] for pair in pairs for r in pair})
+    info["verified_pairs"] = len(edges)
+    info["components"] = sum(1 for x, (c, _) in decided.items() if x == c)
+    info["removed"] = sum(1 for _, d in decided.values() if d is not None)
+    return decided, info
+
+
+def _concat_fingerprints(parts: list[Fingerprints]) -> Fingerprints:
+    if not parts:
+        return Fingerprints([], np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros((0, 1), np.int64),
+                            np.zeros(0, bool))
+    shift = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
+    offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shift)])
+    return Fingerprints([h for p in parts for h in p.exact], np.concatenate([p.values for p in parts]), offsets,
+                        np.concatenate([p.keys for p in parts]), np.concatenate([p.has_words for p in parts]))
+
+
+def input_text_bytes(files: list[str], limit: int | None = None) -> int:
+    """Uncompressed bytes of the `text` column as the Parquet footers record them; stops counting once
+    past `limit` (a big input's thousands of footers need not be read to know it is big)."""
+    total = 0
+    for f in files:
+        md = pq.ParquetFile(f).metadata
+        col = md.schema.names.index("text") if "text" in md.schema.names else None
+        if col is None:
+            continue
+        total += sum(md.row_group(g).column(col).total_uncompressed_size for g in range(md.num_row_groups))
+        if limit is not None and total > limit:
+            break
+    return total
+
+
+def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, near_cfg, shards: int) -> dict:
+    """Dedup the documents of `files` (the scored/ Parquet) into `out_dir` (kept, `shards` files) and
+    `rejected_dir`; both are replaced. Returns the counts the stage's stats need."""
+    table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+    table = table.drop_columns([c for c in OURS if c in table.column_names])
+    n = table.num_rows
+    ids = table.column("id").cast(pa.string()).to_pylist()
+    texts = table.column("text")
+    near = near_cfg is not None and near_cfg.enabled
+    parts, hashes = [], []
+    for start in range(0, n, BATCH):
+        chunk = texts.slice(start, BATCH).to_pylist()
+        if near:
+            parts.append(fingerprint_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
+                                            near_cfg.rows, near_cfg.seed))
+        else:
+            hashes += [exact_hash(t) for t in chunk]
+    fp = _concat_fingerprints(parts) if near else None
+    if near:
+        hashes = fp.exact
+
+    reason = [None] * n
+    detail = [None] * n
+    duplicate_of = [None] * n
+    cluster = [None] * n
+    if exact:
+        for r, first in exact_survivors(ids, hashes).items():
+            reason[r], detail[r], duplicate_of[r] = "exact_duplicate", f"duplicate of {first}", first
+    info: dict = {"exact": {}}
+    if near:
+        if near_cfg.scope == "source" and "source" in table.column_names:
+            scope_names = pc.fill_null(table.column("source").cast(pa.string()), "").to_pylist()
+        else:
+            scope_names = ["*"] * n
+        codes = {s: k for k, s in enumerate(sorted(set(scope_names)))}
+        scope = np.array([codes[s] for s in scope_names], dtype=np.int64)
+        quality = (table.column("quality_ft").cast(pa.float64()).to_pylist() if "quality_ft" in table.column_names
+                   else [None] * n)
+        live = np.array([r is None for r in reason], dtype=bool)
+        decided, info["near"] = near_decisions(ids, quality, live, scope, fp, near_cfg)
+        row_of = {x: r for r, x in enumerate(ids)}
+        for x, (c, d) in decided.items():
+            r = row_of[x]
+            cluster[r] = c
+            if d is not None:
+                reason[r], duplicate_of[r] = NEAR_REASON, d
+                detail[r] = f"near duplicate of {d} in cluster {c}"
+
+    status = [KEPT if x is None else REJECTED for x in reason]
+    rows = table.append_column("exact_hash", pa.array(hashes, pa.string()))
+    for name, values in zip((*STATUS_COLUMNS, "minhash_cluster"), (status, reason, detail, duplicate_of, cluster)):
+        rows = rows.append_column(name, pa.array(values, pa.string()))
+    kept_mask = pa.array([s == KEPT for s in status])
+    kept = rows.filter(kept_mask).drop_columns(list(STATUS_COLUMNS))
+    dropped = rows.filter(pc.invert(kept_mask))
+
+    kept_ids = kept.column("id").to_pylist()
+    part = spark_partition_of(kept_ids, shards)
+    order = sorted(range(len(kept_ids)), key=lambda i: (part[i], kept_ids[i]))
+    kept = kept.take(pa.array(order, pa.int64()))
+    bounds = np.searchsorted(part[order], np.arange(shards + 1)) if order else np.zeros(shards + 1, np.int64)
+    files_out = [(f"part-{p:05d}.zstd.parquet", kept.slice(int(bounds[p]), int(bounds[p + 1] - bounds[p])))
+                 for p in range(shards) if bounds[p + 1] > bounds[p]] or [("part-00000.zstd.parquet", kept)]
+    _write_folder(out_dir, files_out)
+    dropped_ids = dropped.column("id").to_pylist()
+    dropped = dropped.take(pa.array(sorted(range(len(dropped_ids)), key=dropped_ids.__getitem__), pa.int64()))
+    _write_folder(rejected_dir, [("part-00000.zstd.parquet", dropped)])
+
+    return {"records_in": n, "bytes_in": text_bytes(table), "records_out": kept.num_rows, "bytes_out": text_bytes(kept),
+            "rejected": dict(sorted(Counter(x for x in reason if x is not None).items())), "info": info}
+
+
+def _write_folder(folder: str, files: list[tuple[str, pa.Table]]) -> None:
+    """Write the files to a side folder, check their row counts, then swap it in."""
+    tmp = folder.rstrip("/") + ".__writing"
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    for name, t in files:
+        pq.write_table(t, os.path.join(tmp, name), compression="zstd")
+        if pq.read_metadata(os.path.join(tmp, name)).num_rows != t.num_rows:
+            raise IOError(f"{folder}/{name}: the file does not hold the {t.num_rows} rows written")
+    open(os.path.join(tmp, "_SUCCESS"), "w").close()
+    replace_dir(tmp, folder)
