@@ -67,8 +67,12 @@ def test_worker_killed_during_dedup(cluster, sample_local_run, tmp_path):
     local_data, local = sample_local_run
     assert local.returncode == 0, local.stderr[-3000:]
     data = tmp_path / "on-cluster"
+    # The distributed dedup path (its shuffles are what a lost executor interrupts), not the one-task local one.
+    config = tmp_path / "distributed.yaml"
+    config.write_text((REPO / "examples" / "sample.yaml").read_text().replace("dedup:\n", "dedup:\n  local_max_bytes: 0\n", 1))
     log = open(tmp_path / "make.log", "w")
-    proc = make("clean-dedup", f"DATA={data}", f"SPARK_MASTER={master}", stdout=log, stderr=subprocess.STDOUT)
+    proc = make("clean-dedup", f"CONFIG={config}", f"DATA={data}", f"SPARK_MASTER={master}", stdout=log,
+                stderr=subprocess.STDOUT)
     victim = int((cluster_dir / "worker-1.pid").read_text())
     try:
         # The score stage's stats are written as the dedup stage starts, in the same application.
@@ -92,4 +96,5 @@ def test_worker_killed_during_dedup(cluster, sample_local_run, tmp_path):
     # (Spark 4 writes a folder per application: eventlog_v2_<app>/events_<n>_<app>[.zstd])
     events = [json.loads(line) for f in (data / "spark-events").rglob("events_*") for line in _lines(f)]
     assert any(e["Event"] == "SparkListenerExecutorRemoved" for e in events), "no executor was lost"
+    assert json.loads((data / "stats" / "dedup.json").read_text())["extra"]["path"] == "distributed"
     assert _outcome(data) == _outcome(local_data)
