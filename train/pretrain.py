@@ -12,11 +12,14 @@ global batch samples consumed), in the config's layout even when another wrote t
 (same tokenizer) continues from there on the new mixture (train/data/timeline.py). ``--init DIR`` starts a
 new run from a Hugging Face Llama's weights (train/hf_import.py), saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
 
-The flow: check config and manifest (no process group yet) -> verify shards, build token caches (each
-node's local rank 0) -> run record, data order and the validation leakage check (rank 0) -> model as a
-PipelineModule, DeepSpeed engine with ZeRO-1 -> resume -> train / validate / checkpoint, with data telemetry
-and decoded samples on rank 0 and spike handling on every rank (``train.on_spike``) -> final checkpoint,
-diagnosis (rank 0), barrier, exit.
+The flow, one named step each (``main`` reads top to bottom):
+  0. ``check``: config, manifest and plan (train/plan.py) on every rank, before any process group;
+  1. ``prepare_shards``: shards verified, token caches built (each node's local rank 0);
+  2. ``find_resume_point`` and ``prepare_record``: newest checkpoint, run record, data order and the validation
+     leakage check (rank 0);
+  3. ``Training``: the model as a PipelineModule in a DeepSpeed engine (ZeRO-1), resumed;
+  4. ``Training.train``: train / validate / checkpoint, data telemetry and decoded samples on rank 0, spike
+     handling on every rank (``train.on_spike``: ``on_spike`` -> ``rollback``); ``finish``: the diagnosis.
 
 The data cursor: step t (1-based) trains on data batch t - 1 + shift, where the shift is 0 until a rollback
 moves the cursor past a bad window (kept in checkpoints; ``samples_consumed`` in metrics.jsonl is the cursor
