@@ -25,7 +25,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 PY=${PY:-.venv/bin/python}
-TORCHRUN=${TORCHRUN:-.venv/bin/torchrun}
+# The launcher: .venv's torchrun, else `$PY -m torch.distributed.run` (a machine without the venv); TORCHRUN may be
+# a command of several words.
+if [ -z "${TORCHRUN:-}" ]; then
+  if [ -x .venv/bin/torchrun ]; then TORCHRUN=.venv/bin/torchrun; else TORCHRUN="$PY -m torch.distributed.run"; fi
+fi
+read -r -a LAUNCH <<< "$TORCHRUN"
 WORK=${WORK:-build/bench/gpu}
 OUT=${OUT:-$WORK/$(date +%Y%m%d-%H%M%S)}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}
@@ -90,7 +95,7 @@ timed() {  # timed NAME CMD...: run under the step timeout, log to OUT/NAME.log;
 
 train() {  # train NAME RUN NPROC STEPS ARGS...: the trainer via torchrun
   local name=$1 run=$2 nproc=$3 steps=$4; shift 4
-  timed "$name" "$TORCHRUN" --standalone --nproc_per_node="$nproc" -m train.pretrain --manifest "$MANIFEST" \
+  timed "$name" "${LAUNCH[@]}" --standalone --nproc_per_node="$nproc" -m train.pretrain --manifest "$MANIFEST" \
     --run-dir "$run" --steps "$steps" --set eval.every=0 --set log.every=5 --set log.sample_every=0 "$@"
 }
 
