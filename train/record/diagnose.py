@@ -321,10 +321,19 @@ def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
             sev = "info"
         else:
             sev = "warning"
-        what = (f"loss {y[peak]:.4g} at step {int(steps[peak])} is {z[peak]:.1f} noise sigmas "
-                f"({rel[peak]:+.0%}) above the median {base[peak]:.4g} of the accepted points just before"
-                if np.isfinite(z[peak]) else
-                f"gradient norm at step {int(steps[peak])}: {judged[peak].reason}")
+        at = int(steps[peak])
+        if np.isfinite(z[peak]) and "loss z" in judged[peak].reason:
+            what = (f"loss {y[peak]:.4g} at step {at} is {z[peak]:.1f} noise sigmas ({rel[peak]:+.0%}) above the "
+                    f"median {base[peak]:.4g} of the accepted points just before")
+        elif judged[peak].grad_norm_z is not None and gn_by_step.get(at) is not None:
+            # the gradient norm tripped the rule, not the loss: say so rather than quote the loss's own z
+            gn_before = [gn_by_step.get(int(s)) for s in steps[max(0, peak - cfg.spike_window):peak]]
+            gn_before = [v for v in gn_before if v is not None]
+            what = (f"gradient norm {gn_by_step[at]:.4g} at step {at} is {judged[peak].grad_norm_z:.1f} noise sigmas "
+                    f"above its median {float(np.median(gn_before)) if gn_before else float('nan'):.4g} just before "
+                    f"(loss {y[peak]:.4g}, {rel[peak]:+.0%} against its median)")
+        else:
+            what = f"step {at}: {judged[peak].reason}"
         out.append(Finding("spike", s0, int(steps[b]), sev, what, ev, ADVICE["spike"]))
     return out
 
