@@ -29,6 +29,7 @@ from pipeline.dedup.local import dedup_files, input_text_bytes
 from pipeline.schema import KEPT
 from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
 from pipeline.stats import StageStats
+from pipeline.units import parquet_files
 
 
 def exact_marks(fp: DataFrame) -> DataFrame:
@@ -37,12 +38,6 @@ def exact_marks(fp: DataFrame) -> DataFrame:
     first = F.min("id").over(Window.partitionBy("exact_hash"))
     return (fp.select("id", first.alias("_first")).where(F.col("id") != F.col("_first"))
               .select("id", F.col("_first").alias("duplicate_of")))
-
-
-def parquet_files(folder: str) -> list[str]:
-    """The data files of a Parquet folder, as Spark reads it (names starting with _ or . are not data)."""
-    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                  if f.endswith(".parquet") and not f.startswith(("_", ".")))
 
 
 def takes_local_path(cfg, files: list[str]) -> bool:

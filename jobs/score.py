@@ -16,11 +16,8 @@ from pyspark.sql import functions as F
 
 from pipeline.batches import SCORE_COLUMNS, STATUS_COLUMNS, decide_score_partition, score_partition
 from pipeline.runner import Runner, StageSpec, fingerprint, path_identity
-from pipeline.units import parquet_unit
-
-# What stats/score.json reports of each score, per language and per (language, source).
-REPORT_PERCENTILES = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95]
-ACCURACY = 100_000  # percentile_approx: exact below this many values per group
+from pipeline.score_distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, distributions_of_files
+from pipeline.units import parquet_files, parquet_unit
 
 
 def identity(cfg) -> dict:
@@ -30,7 +27,7 @@ def identity(cfg) -> dict:
 
 def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
     """(score percentiles per language and per (language, source), bucket cut-offs per language):
-    one Spark job over the scores."""
+    one groupBy over the scores (a few Spark jobs)."""
     aggs = [F.count(F.lit(1)).alias("documents"),
             F.percentile_approx("perplexity", [low, high], ACCURACY).alias("cutoffs")]
     for col in ("quality_ft", "perplexity"):
@@ -49,6 +46,16 @@ def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
         if r["source"] == "*" and r["perplexity_scored"]:
             cutoffs[r["lang"]] = tuple(r["cutoffs"])
     return out, cutoffs
+
+
+def _local_distributions(spark, folder: str, low: float, high: float) -> tuple[list[dict], dict]:
+    """The same numbers for a small corpus, in one Spark task (pipeline/score_distributions.py); on a
+    cluster an executor reads the scores, as it reads the units."""
+    files = parquet_files(folder)
+    spark.sparkContext.setJobDescription(f"score distributions: {len(files)} files in one task")
+    out = spark.sparkContext.parallelize([0], 1).map(lambda _: distributions_of_files(files, low, high)).collect()[0]
+    spark.sparkContext.setJobDescription(None)
+    return out
 
 
 def signal_unit(unit: dict, dirs, fp: str, score_cfg) -> dict:
@@ -72,12 +79,15 @@ def run(spark, cfg, data_dir: str, ctx=None):
     t0 = time.time()
     src = os.path.join(data_dir, "cleaned")
     signals = ctx.sub("signals", ctx.fingerprint)  # the models' scores, kept until the stage commits
-    signals.run_units(signals.parquet_units(src), functools.partial(signal_unit, score_cfg=cfg.score))
+    scored = signals.run_units(signals.parquet_units(src), functools.partial(signal_unit, score_cfg=cfg.score))
     ctx.units_total, ctx.units_reused = signals.units_total, signals.units_reused
 
-    scores = spark.read.parquet(signals.dirs.out).select("lang", "source", "quality_ft", "perplexity")
     low, high = cfg.score.bucket_percentiles
-    distributions, cutoffs = _distributions(scores, low, high)
+    if sum(m["records_out"] for m in scored) < LOCAL_MAX_ROWS:
+        distributions, cutoffs = _local_distributions(spark, signals.dirs.out, low, high)
+    else:
+        scores = spark.read.parquet(signals.dirs.out).select("lang", "source", "quality_ft", "perplexity")
+        distributions, cutoffs = _distributions(scores, low, high)
     extra = {"ppl_bucket_cutoffs": {lang: {"head_max": c[0], "middle_max": c[1]}
                                     for lang, c in sorted(cutoffs.items())},
              "bucket_percentiles": [low, high], "distributions": distributions}

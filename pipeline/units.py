@@ -29,6 +29,12 @@ WRITE_BYTES = 32 << 20     # ... or this many bytes, whichever comes first
 READ_ROWS = 512            # rows per Arrow batch read from a Parquet unit
 
 
+def parquet_files(folder: str) -> list[str]:
+    """The data files of a Parquet folder, as Spark reads it (names starting with _ or . are not data)."""
+    return sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                  if f.endswith(".parquet") and not f.startswith(("_", ".")))
+
+
 def unit_name(*key: object) -> str:
     """A stable file-safe name for a unit, from what identifies it (path, byte range)."""
     h = hashlib.sha256("\x1f".join(str(k) for k in key).encode("utf-8", "surrogatepass"))

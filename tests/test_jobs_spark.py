@@ -162,6 +162,21 @@ def test_scores_are_signals_with_per_language_buckets(pipeline_run):
     assert ("en", "web") in dist
 
 
+def test_score_distributions_local_path_equals_spark_path(spark, pipeline_run, tmp_path, monkeypatch):
+    """Below LOCAL_MAX_ROWS the cut-offs and percentiles come from one task; forced onto the Spark
+    path (percentile_approx), the stage writes the same stats and the same buckets."""
+    import shutil
+    data, stats = pipeline_run
+    assert stats[2].records_out < score.LOCAL_MAX_ROWS  # the fixture's run took the local path
+    shutil.copytree(data / "cleaned", tmp_path / "cleaned")
+    monkeypatch.setattr(score, "LOCAL_MAX_ROWS", 0)
+    forced = score.run(spark, _config(), str(tmp_path))
+    for key in ("ppl_bucket_cutoffs", "distributions"):
+        assert forced.extra[key] == stats[2].extra[key], key
+    buckets = lambda d: sorted((r["id"], r["ppl_bucket"]) for r in _read(d / "scored"))
+    assert buckets(tmp_path) == buckets(data)
+
+
 def test_score_thresholds_send_documents_to_rejected(spark, pipeline_run, tmp_path):
     data, _ = pipeline_run
     import shutil
