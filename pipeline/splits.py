@@ -1,8 +1,9 @@
 """The extract stage's work units: one per input file, several per big gzipped WARC/WET file.
 
-A big file is cut into byte ranges of `extract.split_bytes`; each range reads the records whose gzip
-member starts inside it (pipeline.warc), so records stay whole and each range's reader finds its
-first record with a short forward scan: no index of the file is built or held anywhere.
+A big file is cut into equal byte ranges of at most `extract.split_bytes` (equal, so that no small
+last range is left over); each range reads the records whose gzip member starts inside it
+(pipeline.warc), so records stay whole and each range's reader finds its first record with a short
+forward scan: no index of the file is built or held anywhere.
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ def plan_extract_units(cfg) -> list[dict]:
             common = {"path": f.path, "source": name, "format": src.format,
                       "text_field": src.text_field, "id_field": src.id_field}
             if src.format in SPLITTABLE and f.path.endswith(".gz") and f.size > split:
-                starts = list(range(0, f.size, split))
+                n = -(-f.size // split)  # ranges of equal size, none over `split`
+                starts = [i * f.size // n for i in range(n)]
                 for i, start in enumerate(starts):
                     end = starts[i + 1] if i + 1 < len(starts) else None
                     units.append({**common, "name": unit_name(name, f.path, start), "start": start,

@@ -1,7 +1,6 @@
 """Work units without Spark: byte ranges of a big WARC read every record exactly once, whole, with
 the same rows (ids included) as one read of the file; unit files and markers; the unit plan."""
 import gzip
-import io
 import json
 import os
 from pathlib import Path
@@ -10,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.batches import EXTRACT_ARROW, extract_batches
+from pipeline.batches import extract_batches
 from pipeline.config import parse_config
 from pipeline.extract import ExtractConfig
 from pipeline.splits import plan_extract_units
@@ -116,8 +115,10 @@ def test_unit_plan_splits_only_big_gzipped_warcs(tmp_path):
                         "extract": {"split_bytes": 20_000}})
     units = plan_extract_units(cfg)
     web = sorted((u for u in units if u["source"] == "web"), key=lambda u: u["start"])
-    assert len(web) == -(-big.stat().st_size // 20_000)
-    assert [u["start"] for u in web] == list(range(0, big.stat().st_size, 20_000))
+    size = big.stat().st_size
+    assert len(web) == -(-size // 20_000) > 1
+    assert web[0]["start"] == 0 and all(0 < u["weight"] <= 20_000 for u in web)
+    assert max(u["weight"] for u in web) - min(u["weight"] for u in web) <= 1  # equal ranges
     assert [u["end"] for u in web][:-1] == [u["start"] for u in web][1:] and web[-1]["end"] is None
     assert [u for u in units if u["source"] == "dump"][0]["end"] is None  # jsonl: never split
     assert len({u["name"] for u in units}) == len(units)
