@@ -46,6 +46,16 @@ def test_which_path(tmp_path):
     assert not dedup.takes_local_path(_config(64 << 20, semantic=semantic), files)
 
 
+def test_the_path_threshold_is_not_part_of_the_stage_identity():
+    """Both paths write the same files, so a changed local_max_bytes must not rerun a finished dedup;
+    a setting that changes the output does."""
+    from jobs.clean_dedup import DEDUP
+    from pipeline.runner import fingerprint
+    ident = lambda cfg: fingerprint(DEDUP.identity(cfg))
+    assert ident(_config(0)) == ident(_config(64 << 20)) == ident(_config(1))
+    assert ident(_config(0)) != ident(_config(0, shards=_config(0).dedup.shards + 1))
+
+
 def _config(local_max_bytes: int, **dedup_changes):
     cfg = load_config(REPO / "examples" / "sample.yaml", base=REPO)
     return dataclasses.replace(cfg, dedup=dataclasses.replace(cfg.dedup, local_max_bytes=local_max_bytes,
