@@ -14,8 +14,8 @@ the same decoded pages: no WARC, no charset detection, no cleaning, no Spark, no
 command, alternated `--rounds` times (small; `--large-rounds` for large) with the best of each side
 reported, since a shared machine's noise (±20 % between identical runs here) is bigger than the
 effects measured. The command is `make clean-dedup FRESH=1 SPARK_MASTER=local[width]`, timed from
-start to exit, peak RSS of the driver's JVM and Python process sampled every 0.2 s. It prints the ratio floor / command
-(targets: >= 0.5 at 1.5k, >= 0.8 at 20k), the stages' walls and where the rest went (config check,
+start to exit, peak RSS of the driver's JVM and Python process sampled every 0.2 s. It prints the
+ratio floor / command (targets: >= 0.5 at 1.5k, >= 0.8 at 20k), the stages' walls and where the rest went (config check,
 JVM and driver start, Spark session, between stages, shutdown). With the large size it also packs
 all its records into ONE WARC and times the extract stage alone on it against the same floor
 (target >= 0.7: one big file must use every core).
@@ -25,7 +25,6 @@ Results go to build/bench/clean_dedup_e2e.json.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import random

@@ -45,13 +45,12 @@ def nearest_rank(values: np.ndarray, quantiles: list[float]) -> list[float] | No
 
 def _describe(rows: pa.Table, low: float, high: float) -> tuple[dict, list[float] | None]:
     d = {"documents": rows.num_rows}
+    values = {col: rows.column(col).drop_null().to_numpy(zero_copy_only=False) for col in SCORES}
     for col in SCORES:
-        values = rows.column(col).drop_null().to_numpy(zero_copy_only=False)
-        d[f"{col}_scored"] = int(len(values))
-        p = nearest_rank(values, REPORT_PERCENTILES)
+        d[f"{col}_scored"] = int(len(values[col]))
+        p = nearest_rank(values[col], REPORT_PERCENTILES)
         d[col] = dict(zip((f"p{round(q * 100)}" for q in REPORT_PERCENTILES), p)) if p else None
-    ppl = rows.column("perplexity").drop_null().to_numpy(zero_copy_only=False)
-    return d, nearest_rank(ppl, [low, high])
+    return d, nearest_rank(values["perplexity"], [low, high])
 
 
 def distributions(scores: pa.Table, low: float, high: float) -> tuple[list[dict], dict]:
