@@ -1,0 +1,188 @@
+"""Words, per language, in one place: what every word-based stage counts.
+
+Two views of a text, both defined here and nowhere else:
+
+- `words(text, lang)`: the words the heuristics count (Gopher word count, word length, stop words,
+  repeated n-grams) and the tokenizer's fertility divides by. Space-separated scripts are split on
+  whitespace, lower-cased and stripped of surrounding punctuation (the Gopher convention). Runs of a
+  script written without spaces (Chinese, Japanese, Thai, Lao, Khmer, Burmese) are segmented with ICU's
+  dictionary-based word break iterator (`icu4py`, which bundles ICU 78: one wheel, no system library);
+  Tibetan is split into syllables at its tsheg and shad marks (ICU has no Tibetan dictionary).
+- `key_units(text)`: the units exact dedup, MinHash shingles and decontamination n-grams are made of:
+  NFKC, case-folded, split at every non-word character, and every character of an unspaced script is a
+  unit of its own. Character units need no segmenter, so they are fast, deterministic and the same for
+  every language of a script; `unit_ngram` shingles a text written mostly in such characters in
+  shorter n-grams (a character carries less than a word).
+
+Why ICU rather than one package per language (jieba, sudachi, pythainlp): measured on the lingua
+sentences (tests/data), ICU segments Chinese at 8 MB/s, Japanese at 9 MB/s and Thai at 24 MB/s on one
+core, against rjieba 15 MB/s (Chinese only), fugashi + unidic-lite 1.8 MB/s (Japanese only) and nlpo3
+(Thai only, panics without a dictionary file); its segmentation agrees with jieba's and MeCab's on the
+content words. One dependency covers six scripts.
+
+A text without any unspaced character takes exactly the old whitespace path, so English (and every
+space-separated language) gets the same words as before this module existed.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from itertools import repeat
+
+# Scripts written without spaces between words: (first, last code point, ICU locale that segments them).
+_UNSPACED_RANGES: list[tuple[int, int, str]] = [
+    (0x0E00, 0x0E7F, "th"),    # Thai
+    (0x0E80, 0x0EFF, "lo"),    # Lao
+    (0x0F00, 0x0FFF, "bo"),    # Tibetan
+    (0x1000, 0x109F, "my"),    # Myanmar
+    (0x1780, 0x17FF, "km"),    # Khmer
+    (0x19E0, 0x19FF, "km"),    # Khmer symbols
+    (0x3005, 0x3007, "zh"),    # 々 〆 〇
+    (0x3040, 0x309F, "ja"),    # Hiragana
+    (0x30A0, 0x30FF, "ja"),    # Katakana
+    (0x31F0, 0x31FF, "ja"),    # Katakana phonetic extensions
+    (0x3400, 0x4DBF, "zh"),    # CJK extension A
+    (0x4E00, 0x9FFF, "zh"),    # CJK unified ideographs
+    (0xF900, 0xFAFF, "zh"),    # CJK compatibility ideographs
+    (0xFF66, 0xFF9F, "ja"),    # half-width Katakana
+    (0x20000, 0x323AF, "zh"),  # CJK extensions B-H
+]
+_UNSPACED = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b, _ in _UNSPACED_RANGES) + "]")
+_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
+# the languages whose texts ICU's word break iterator segments with a dictionary
+SEGMENTED_LANGUAGES = ("zh", "ja", "th", "lo", "km", "my")
+_TIBETAN_BREAK = re.compile("[\u0f0b-\u0f14\\s]+")
+
+# stripped from both ends of a whitespace token: ASCII punctuation plus common typographic marks
+PUNCT = ("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~«»‹›“”„‘’‚…–—―·•¡¿、。，！？：；（）「」『』【】"
+         "→←↑↓⇒»©®™°±×÷§¶†‡★☆♦■□▪►▶✓✔")
+_WORDLIKE = re.compile(r"[^\W_]")  # a letter, digit or mark: a segment that is a word, not punctuation
+
+
+def has_unspaced(text: str) -> bool:
+    """True when the text holds a character of a script written without spaces."""
+    return _UNSPACED.search(text) is not None
+
+
+def script_locale(ch: str) -> str | None:
+    """The ICU locale that segments the unspaced script of `ch`, or None for a spaced script."""
+    o = ord(ch)
+    for a, b, loc in _UNSPACED_RANGES:
+        if a <= o <= b:
+            return loc
+    return None
+
+
+def _segment(run: str, lang: str | None) -> list[str]:
+    """Word segments of a run that holds unspaced characters (punctuation-only segments dropped)."""
+    first = _UNSPACED.search(run)
+    loc = script_locale(first.group()) if first else None
+    if loc == "zh" and _KANA.search(run):
+        loc = "ja"
+    if lang in SEGMENTED_LANGUAGES and loc in ("zh", "ja") and lang in ("zh", "ja"):
+        loc = lang  # kanji-only runs of a Japanese text are segmented as Japanese
+    if loc == "bo":
+        return [s for s in _TIBETAN_BREAK.split(run) if _WORDLIKE.search(s)]
+    from icu4py.breakers import WordBreaker  # imported on first unspaced text only
+    return [s for s in WordBreaker(run, loc or "root") if _WORDLIKE.search(s)]
+
+
+def tokens(text: str, lang: str | None = None) -> tuple[list[str], int]:
+    """(words, raw token count): the words of `words` and the number of raw tokens they came from
+    (whitespace tokens, or word-break segments inside unspaced runs, punctuation-only ones included:
+    the denominator of the Gopher alphabetic-word fraction)."""
+    lower = text.lower()
+    raw = lower.split()
+    if not has_unspaced(text):
+        return list(filter(None, map(str.strip, raw, repeat(PUNCT)))), len(raw)
+    out: list[str] = []
+    n_raw = 0
+    for tok in raw:
+        if _UNSPACED.search(tok) is None:
+            n_raw += 1
+            w = tok.strip(PUNCT)
+            if w:
+                out.append(w)
+        else:
+            segs = _segment(tok, lang)
+            n_raw += max(1, len(segs))
+            out.extend(s.strip(PUNCT) or s for s in segs)
+    return out, n_raw
+
+
+def words(text: str, lang: str | None = None) -> list[str]:
+    """The words of a text as the heuristics count them (lower-cased, punctuation stripped)."""
+    return tokens(text, lang)[0]
+
+
+class _UnitTable(dict):
+    """str.translate table for `key_units`: a non-word character ([\\W_]) becomes a space, a character
+    of an unspaced script becomes itself between spaces (a unit of its own), any other stays. Filled
+    on first sight of a character, so a text is translated at C speed."""
+
+    _NON_WORD = re.compile(r"[\W_]", re.UNICODE)
+
+    def __missing__(self, code: int) -> str:
+        ch = chr(code)
+        if self._NON_WORD.match(ch):
+            out = " "
+        elif _UNSPACED.match(ch):
+            out = f" {ch} "
+        else:
+            out = ch
+        self[code] = out
+        return out
+
+
+_UNITS = _UnitTable()
+
+
+def key_units(text: str | None) -> list[str]:
+    """The units of the dedup and decontamination keys: NFKC, case-folded, split at every run of
+    non-word characters (anything but letters, digits and marks; `_` counts as a separator), and each
+    character of an unspaced script a unit of its own. On a text without unspaced characters these
+    are exactly the words of the earlier word-only key."""
+    folded = unicodedata.normalize("NFKC", text or "").casefold()
+    return folded.translate(_UNITS).split()
+
+
+def unspaced_share(units: list[str]) -> float:
+    """Share of a text's key units that are single characters of an unspaced script."""
+    if not units:
+        return 0.0
+    return sum(1 for u in units if len(u) == 1 and _UNSPACED.match(u)) / len(units)
+
+
+def unit_ngram(units: list[str], word_ngram: int, char_ngram: int) -> int:
+    """The shingle size for a text's units: `char_ngram` when most of them are characters of an
+    unspaced script, else `word_ngram`. Two near-copies of one text get the same size."""
+    return char_ngram if unspaced_share(units) > 0.5 else word_ngram
+
+
+def script_counts(text: str) -> dict[str, int]:
+    """Units per script family, for the language-ID prior: unspaced characters counted one by one under
+    their locale (kana under ja), other units by the Unicode script of their first letter."""
+    counts: dict[str, int] = {}
+    for u in key_units(text):
+        ch = u[0]
+        loc = script_locale(ch) if len(u) == 1 else None
+        key = loc or _letter_script(ch)
+        if key:
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+_SCRIPT_PREFIX = {"LATIN": "Latn", "CYRILLIC": "Cyrl", "GREEK": "Grek", "ARABIC": "Arab", "HEBREW": "Hebr",
+                  "HANGUL": "ko", "DEVANAGARI": "Deva", "GEORGIAN": "ka", "ARMENIAN": "hy", "BENGALI": "Beng",
+                  "TAMIL": "ta", "TELUGU": "te", "GUJARATI": "gu", "GURMUKHI": "pa", "KANNADA": "kn",
+                  "MALAYALAM": "ml", "SINHALA": "si", "ETHIOPIC": "Ethi"}
+
+
+def _letter_script(ch: str) -> str | None:
+    if ch.isdigit():
+        return None
+    name = unicodedata.name(ch, "")
+    first = name.split(" ", 1)[0]
+    if first == "CJK":
+        return "zh"
+    return _SCRIPT_PREFIX.get(first, "other" if name else None)
