@@ -4,7 +4,8 @@ compact columns and never read the text again:
 
     (id, scope, quality, text) ──▶ (id, scope, quality, exact_hash, shingles, bands)
         exact_hash  sha256 of the normalized text (exact dedup)
-        shingles    the sorted 64-bit hashes of the word n-grams, as little-endian bytes (verification)
+        shingles    the sorted 64-bit hashes of the unit n-grams (words; characters of unspaced scripts),
+                    as little-endian bytes (verification)
         bands       one int64 key per LSH band (candidates); empty for a text without words
 
 The record-level arithmetic is in `minhash.py`; this module is the Arrow glue.
@@ -19,6 +20,7 @@ import pyarrow as pa
 
 from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
+from pipeline.words import unit_ngram
 
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]
 SPARK_COLUMNS = "exact_hash string, shingles binary, bands array<bigint>"
@@ -36,24 +38,27 @@ class Fingerprints:
     has_words: np.ndarray   # bool
 
 
-def fingerprint_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int, seed: int) -> Fingerprints:
-    """Exact hashes, shingle-hash sets and band keys of a batch of texts (None counts as empty)."""
+def fingerprint_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int, seed: int,
+                       char_ngram: int | None = None) -> Fingerprints:
+    """Exact hashes, shingle-hash sets and band keys of a batch of texts (None counts as empty). A text
+    written mostly in a script without spaces is shingled in `char_ngram`-character n-grams."""
     words = [key_words(t) for t in texts]
     exact = [exact_hash_of_key(" ".join(w)) for w in words]
-    values, offsets = shingle_hashes(words, ngram)
+    sizes = ngram if char_ngram is None else [unit_ngram(w, ngram, char_ngram) for w in words]
+    values, offsets = shingle_hashes(words, sizes)
     keys = band_keys(minhash_signatures(values, offsets, num_perm, seed), bands, rows)
     # a text without words has no shingles, so no bands: never a candidate
     return Fingerprints(exact, values, offsets, keys, np.diff(offsets) > 0)
 
 
 def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0,
-                      seed: int = 0) -> list[pa.Array]:
+                      seed: int = 0, char_ngram: int | None = None) -> list[pa.Array]:
     """The three fingerprint columns for a batch of texts (None counts as empty). With ngram None
     only exact_hash is computed (near dedup off): shingles and bands are null."""
     n = len(texts)
     if ngram is None:
         return [pa.array([exact_hash(t) for t in texts], pa.string()), pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
-    fp = fingerprint_arrays(texts, ngram, num_perm, bands, rows, seed)
+    fp = fingerprint_arrays(texts, ngram, num_perm, bands, rows, seed, char_ngram)
     shingles = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer((fp.offsets * 8).astype(np.int32)),
                                                        pa.py_buffer(fp.values.astype("<u8").tobytes())])
     band_offsets = np.zeros(n + 1, dtype=np.int32)
@@ -62,12 +67,14 @@ def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: 
     return [pa.array(fp.exact, pa.string()), shingles, pa.ListArray.from_arrays(pa.array(band_offsets), band_values)]
 
 
-def fingerprint_partition(ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0, seed: int = 0):
+def fingerprint_partition(ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0, seed: int = 0,
+                          char_ngram: int | None = None):
     """mapInArrow function: batches with a `text` column in; the same batches plus exact_hash,
     shingles and bands out."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            extra = fingerprint_batch(batch.column("text").to_pylist(), ngram, num_perm, bands, rows, seed)
+            extra = fingerprint_batch(batch.column("text").to_pylist(), ngram, num_perm, bands, rows, seed,
+                                      char_ngram)
             yield pa.RecordBatch.from_arrays(batch.columns + extra,
                                              names=batch.schema.names + [name for name, _ in OUT_COLUMNS])
     return run

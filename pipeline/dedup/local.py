@@ -187,7 +187,7 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
         chunk = texts.slice(start, BATCH).to_pylist()
         if near:
             parts.append(fingerprint_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
-                                            near_cfg.rows, near_cfg.seed))
+                                            near_cfg.rows, near_cfg.seed, near_cfg.char_ngram))
         else:
             hashes += [exact_hash(t) for t in chunk]
     fp = _concat_fingerprints(parts) if near else None

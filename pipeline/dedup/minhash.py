@@ -15,17 +15,22 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.dedup.exact import exact_key_text
+from pipeline.words import unit_ngram
 
 _U64 = np.uint64
 _MUL = _U64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection on 64-bit words
 
 
-def shingles(text: str, n: int) -> set[bytes]:
-    """Word n-grams of the normalized text, UTF-8 encoded. A text of fewer than n words (but at least
-    one) is one shingle of the whole text; a text with no words has no shingles."""
+def shingles(text: str, n: int, char_ngram: int | None = None) -> set[bytes]:
+    """Unit n-grams of the normalized text, UTF-8 encoded (units: pipeline/words.py `key_units`; a text
+    written mostly in a script without spaces is cut in n-grams of `char_ngram` characters when given).
+    A text of fewer than n units (but at least one) is one shingle of the whole text; a text with no
+    units has no shingles."""
     if n < 1:
         raise ValueError(f"ngram must be >= 1, got {n}")
     words = exact_key_text(text).split()
+    if char_ngram is not None:
+        n = unit_ngram(words, n, char_ngram)
     if not words:
         return set()
     if len(words) < n:
@@ -64,27 +69,28 @@ def word_hashes(words: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(_WORD_HASHES.__getitem__, words), dtype=_U64, count=len(words))
 
 
-def shingle_hashes(word_lists: Sequence[Sequence[str]], n: int) -> tuple[np.ndarray, np.ndarray]:
+def shingle_hashes(word_lists: Sequence[Sequence[str]], n: int | Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     """The shingle sets of many documents given as word lists: (values, offsets), where document i's
     set is values[offsets[i]:offsets[i + 1]], sorted and without repeats. A shingle's hash folds its
     words' hashes in order (polynomial over 64-bit words, then a finalizer), so it is a hash of that
     sequence of words; a document of fewer than n words (but at least one) is one shingle of all its
-    words, as in `shingles`."""
-    if n < 1:
-        raise ValueError(f"ngram must be >= 1, got {n}")
+    words, as in `shingles`. `n` is one size for all, or one per document."""
     lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
+    n = np.broadcast_to(np.asarray(n, dtype=np.int64), lens.shape)
+    if n.size and n.min() < 1:
+        raise ValueError(f"ngram must be >= 1, got {int(n.min())}")
     h = word_hashes([w for ws in word_lists for w in ws])
     starts = np.cumsum(lens) - lens
     # one n-gram per start position; a short document has one "n-gram" of its len < n words
-    counts = np.where(lens >= n, lens - n + 1, np.minimum(lens, 1))
+    counts = np.where(lens >= n, lens - n + 1, np.minimum(lens, 1)).astype(np.int64)
     offsets = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
     doc_of = np.repeat(np.arange(len(lens)), counts)
     pos = np.arange(offsets[-1], dtype=np.int64) - offsets[doc_of] + starts[doc_of]
-    width = np.minimum(lens[doc_of], n)  # words in this n-gram: n, or all of a short document
+    width = np.minimum(lens[doc_of], n[doc_of])  # words in this n-gram: n, or all of a short document
     acc = np.zeros(len(pos), dtype=_U64)
     with np.errstate(over="ignore"):
-        for k in range(n):
+        for k in range(int(n.max()) if n.size else 0):
             take = k < width
             acc = np.where(take, acc * _MUL + h[np.where(take, pos + k, 0)], acc)
         values = _fmix64(acc)

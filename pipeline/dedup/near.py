@@ -56,7 +56,7 @@ def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
     cols = [c for c in docs.columns if c not in ("exact_hash", "minhash_cluster") + FP_COLUMNS]
     slim = docs.select(*cols, F.coalesce(scope, F.lit("")).alias("_scope"), quality.alias("_q"))
     schema = StructType(slim.schema.fields + StructType.fromDDL(SPARK_COLUMNS).fields)
-    args = (cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed) if near else (None,)
+    args = (cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram) if near else (None,)
     return slim.mapInArrow(fingerprint_partition(*args), schema)
 
 
