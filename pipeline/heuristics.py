@@ -6,13 +6,15 @@ Only measurements live here; thresholds (the decisions) are in `pipeline.clean.D
 Definitions follow Rae et al. 2021 (Gopher / MassiveText, appendix A), Raffel et al. 2020 (C4) and
 Penedo et al. 2024 (FineWeb). Shared conventions:
 - lines: non-empty lines after stripping; paragraphs: blocks separated by blank lines.
-- words: whitespace tokens with surrounding punctuation stripped and lower-cased; tokens that are only
-  punctuation are dropped. Gopher/FineWeb character fractions use the summed length of these words as
+- words: `pipeline.words.tokens(text, lang)`: whitespace tokens with surrounding punctuation stripped and
+  lower-cased (tokens that are only punctuation are dropped); runs of a script written without spaces
+  (Chinese, Japanese, Thai, ...) are cut into words by a dictionary segmenter first. Gopher/FineWeb character fractions use the summed length of these words as
   the denominator (spaces and punctuation do not count), line/paragraph character fractions the summed
   length of the lines/paragraphs.
 - "duplicate" lines/paragraphs are the repeated copies: the first occurrence is not counted, so three
   identical lines among five give 2/5. That is how much text a "keep one copy" rule would remove.
-The Gopher word rules (stop words, word length) are calibrated for English.
+Stop words are per language (`stopwords`: Gopher's eight English words by default; the clean stage
+passes the calibrated list of the document's language, pipeline/languages.py).
 
 Speed: text is split into words once; every loop over word positions runs in C (map/compress/Counter/
 accumulate), and the n-gram chain only follows positions that can still hold a repeat (see
@@ -25,6 +27,8 @@ from collections import Counter
 from itertools import accumulate, chain, compress, count, filterfalse, repeat
 from operator import add, mul, sub
 
+from pipeline.words import tokens
+
 # (name, type, what it measures), in output order.
 _SIGNALS: list[tuple[str, str, str]] = [
     ("n_chars", "int", "characters in the text"),
@@ -35,7 +39,7 @@ _SIGNALS: list[tuple[str, str, str]] = [
     ("gopher_bullet_line_frac", "double", "fraction of lines starting with a bullet mark"),
     ("gopher_ellipsis_line_frac", "double", "fraction of lines ending with '...' or '…'"),
     ("gopher_alpha_word_frac", "double", "fraction of whitespace tokens with at least one letter"),
-    ("gopher_stopword_count", "int", "occurrences of the, be, to, of, and, that, have, with"),
+    ("gopher_stopword_count", "int", "occurrences of the language's stop words (en: the, be, to, of, and, that, have, with)"),
     ("gopher_dup_line_frac", "double", "fraction of lines that repeat an earlier line"),
     ("gopher_dup_para_frac", "double", "fraction of paragraphs that repeat an earlier paragraph"),
     ("gopher_dup_line_char_frac", "double", "fraction of line characters in repeated lines"),
@@ -65,10 +69,7 @@ SIGNAL_NAMES: list[str] = [name for name, _, _ in _SIGNALS]
 SIGNAL_TYPES: dict[str, str] = {name: kind for name, kind, _ in _SIGNALS}
 SIGNAL_DOCS: dict[str, str] = {name: doc for name, _, doc in _SIGNALS}
 
-# stripped from both ends of a token: ASCII punctuation plus common typographic marks and symbols
-_PUNCT = ("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~«»‹›“”„‘’‚…–—―·•¡¿、。，！？：；（）「」『』【】"
-          "→←↑↓⇒»©®™°±×÷§¶†‡★☆♦■□▪►▶✓✔")
-_STOPWORDS = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
+STOPWORDS_EN = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"])
 _BULLETS = ("•", "‣", "⁃", "◦", "●", "○", "▪", "▫", "■", "□", "►", "▶", "➢", "✓", "✔", "-", "*", "·")
 _ELLIPSES = ("...", "…")
 _C4_END = (".", "!", "?", '"', "”")
@@ -153,8 +154,10 @@ def _ngram_signals(words: list[str], lens: list[int], total: int, out: dict) -> 
         keys = list(map(add, map(mul, base, repeat(V)), map(ids.__getitem__, map(add, pos, repeat(n)))))
 
 
-def compute_signals(text: str) -> dict[str, float | int]:
-    """All heuristic signals for one document (keys and order as in SIGNAL_NAMES)."""
+def compute_signals(text: str, lang: str | None = None,
+                    stopwords: frozenset[str] | set[str] = STOPWORDS_EN) -> dict[str, float | int]:
+    """All heuristic signals for one document (keys and order as in SIGNAL_NAMES); `lang` picks the
+    word segmenter for scripts written without spaces, `stopwords` the words counted as stop words."""
     out = _zero_signals()
     if not text:
         return out
@@ -199,22 +202,21 @@ def compute_signals(text: str) -> dict[str, float | int]:
                 1 for s in lower.split("\n") if any(p in s for p in _C4_POLICY))
 
     # --- words -------------------------------------------------------------------------------------
-    tokens = lower.split()
-    words = list(filter(None, map(str.strip, tokens, repeat(_PUNCT))))
+    words, n_tokens = tokens(text, lang)
     n_words = len(words)
     out["gopher_n_words"] = n_words
-    if tokens:
+    if n_tokens:
         # pure-punctuation tokens have no letter; of the words, all-letter ones (most) obviously do
         with_letter = sum(1 for w in filterfalse(str.isalpha, words) if _LETTER.search(w))
         with_letter += sum(map(str.isalpha, words))
-        out["gopher_alpha_word_frac"] = with_letter / len(tokens)
+        out["gopher_alpha_word_frac"] = with_letter / n_tokens
     if n_words:
         lens = list(map(len, words))
         total = sum(lens)
         out["gopher_mean_word_len"] = total / n_words
         ellipsis = text.count("...") + text.count("…")
         out["gopher_symbol_word_ratio"] = max(text.count("#"), ellipsis) / n_words
-        out["gopher_stopword_count"] = sum(map(_STOPWORDS.__contains__, words))
+        out["gopher_stopword_count"] = sum(map(stopwords.__contains__, words))
         out["fineweb_list_frac"] = text.count("\n") / n_words
         _ngram_signals(words, lens, total, out)
 

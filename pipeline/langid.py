@@ -47,6 +47,11 @@ class LanguageIdentifier:
 
     def predict(self, texts: list[str]) -> list[tuple[str, float]]:
         """One (ISO code, probability) per text; ('unknown', 0.0) for empty or whitespace-only text."""
+        return [top[0] for top in self.predict_top(texts, 1)]
+
+    def predict_top(self, texts: list[str], k: int = 3) -> list[list[tuple[str, float]]]:
+        """The k most probable (ISO code, probability) per text, best first; [('unknown', 0.0)] for
+        empty or whitespace-only text."""
         prepared: list[str] = []
         where: list[int] = []
         for i, t in enumerate(texts):
@@ -54,14 +59,13 @@ class LanguageIdentifier:
                 # fastText reads one line per example: newlines would end the input early.
                 prepared.append(" ".join(t[: self.max_chars].split()))
                 where.append(i)
-        out: list[tuple[str, float]] = [UNKNOWN] * len(texts)
+        out: list[list[tuple[str, float]]] = [[UNKNOWN] for _ in texts]
         if not prepared:
             return out
-        labels, probs = self._load().predict(prepared, k=1)
-        for i, lab, p in zip(where, labels, probs):
-            if len(lab):
-                score = float(p[0])
-                out[i] = (lab[0][len(_LABEL_PREFIX):], min(max(score, 0.0), 1.0))
+        labels, probs = self._load().predict(prepared, k=k)
+        for i, labs, ps in zip(where, labels, probs):
+            if len(labs):
+                out[i] = [(lab[len(_LABEL_PREFIX):], min(max(float(p), 0.0), 1.0)) for lab, p in zip(labs, ps)]
         return out
 
 

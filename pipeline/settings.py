@@ -106,14 +106,74 @@ def _language_codes(codes: list) -> str | None:
     return None if all(codes) else f"empty language code in {codes!r}"
 
 
+PER_LANGUAGE_KEYS = ("stopwords", "min_lang_score", "rules")
+
+
+def _calibration_problem(value: str) -> str | None:
+    if value in ("", "builtin", "none") or value.endswith(".json"):
+        return None
+    return (f"expected builtin (the table shipped with Glassbox), none (the published English thresholds "
+            f"everywhere) or the path of a FILE.json written by `python -m pipeline.calibrate`, got {value!r}")
+
+
+def _confusable_problem(groups: list) -> str | None:
+    for g in groups:
+        if not isinstance(g, list) or len(g) < 2 or not all(isinstance(x, str) and x for x in g):
+            return f"each group must be a list of two or more language codes such as [bs, hr, sr], got {g!r}"
+    return None
+
+
+def per_language_problem(per_language: dict, rules: list[dict]) -> str | None:
+    """What is wrong with `clean.per_language` (checked against the config's own rules), or None."""
+    import math
+
+    reasons = {r["reason"] for r in rules if isinstance(r, dict) and "reason" in r}
+    for lang, over in per_language.items():
+        where = f"per_language.{lang}"
+        if not isinstance(over, dict):
+            return f"{where}: expected a mapping with any of {', '.join(PER_LANGUAGE_KEYS)}"
+        unknown = sorted(set(over) - set(PER_LANGUAGE_KEYS))
+        if unknown:
+            return f"{where}.{unknown[0]}: unknown key. Known keys: {', '.join(PER_LANGUAGE_KEYS)}"
+        if "stopwords" in over and (not isinstance(over["stopwords"], list)
+                                    or not all(isinstance(w, str) and w for w in over["stopwords"])):
+            return f"{where}.stopwords: expected a list of words, got {over['stopwords']!r}"
+        if "min_lang_score" in over:
+            v = over["min_lang_score"]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
+                return f"{where}.min_lang_score: expected a number in [0, 1], got {v!r}"
+        for reason, v in (over.get("rules") or {}).items():
+            if reason not in reasons:
+                return (f"{where}.rules.{reason}: no rule has this reason; known reasons: "
+                        f"{', '.join(sorted(reasons))}")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+                return f"{where}.rules.{reason}: value must be a finite number, got {v!r}"
+    return None
+
+
 @dataclass
 class CleanConfig:
     """Clean-stage settings. `languages=None` admits every language."""
     languages: list[str] | None = setting(default_factory=lambda: ["en"], check=_language_codes)
-    min_lang_score: float = setting(0.65, ge=0, le=1)  # lid.176 probability of the identified language
+    # lid.176 probability of the identified language (summed over a group it confuses, see `confusable`);
+    # a calibrated language may need less (pipeline/languages.py), never more
+    min_lang_score: float = setting(0.65, ge=0, le=1)
     mask_pii: bool = True
     remove_boilerplate_lines: bool = True
     rules: list[dict] = setting(default_factory=lambda: [dict(r) for r in DEFAULT_RULES], check=rules_problem)
+    # per-language stop words and thresholds: builtin, none, or a FILE.json from `python -m pipeline.calibrate`
+    calibration: str = setting("builtin", check=_calibration_problem)
+    # overrides per language: {zh: {stopwords: [...], min_lang_score: 0.3, rules: {gopher_short_words: 1.0}}}
+    per_language: dict = setting(default_factory=dict)
+    # with every language admitted (languages: null), a document whose language the identifier cannot
+    # tell (below its label's threshold; lid.176 knows no Zulu, Xhosa, Shona, Sotho, ...) is kept as
+    # `und` and judged by the rules without stop words; false: rejected as lang_low_score
+    keep_undetermined: bool = True
+    # languages the identifier confuses with each other (null: the calibration table's groups)
+    confusable: list[list[str]] | None = setting(None, check=_confusable_problem)
+
+    def check(self) -> str | None:
+        return per_language_problem(self.per_language, self.rules)
 
 
 # --- score ---------------------------------------------------------------------------------------------------
@@ -152,9 +212,10 @@ class NearDedupConfig:
     enabled: bool = True
     ngram: int = setting(5, ge=1)                    # shingle size in words
     # ... and in characters for a text written mostly in a script without spaces (Chinese, Japanese,
-    # Thai, ...; pipeline/words.py): 3 characters keep a copy with 3 % of its characters changed above a
-    # Jaccard of 0.8, where 5-grams would not (bench/languages.py)
-    char_ngram: int = setting(3, ge=1)
+    # Thai, ...; pipeline/words.py): with 2-character shingles a copy with 3 % of its characters changed
+    # stays near a Jaccard of 0.87 (3-grams: 0.80, at the threshold; 5-grams: 0.69), while unrelated
+    # pages of one language stay below 0.4 (bench/languages.py)
+    char_ngram: int = setting(2, ge=1)
     num_perm: int = setting(112, ge=1)
     bands: int = setting(14, ge=1)
     rows: int = setting(8, ge=1)
