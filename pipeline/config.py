@@ -202,6 +202,23 @@ def _build_spark(raw: Any) -> dict[str, str]:
 SECTIONS = ("sources", "extract", "clean", "score", "dedup", "decontaminate", "tokenize", "spark")
 
 
+def _build_clean(raw: Any, base: Path) -> CleanConfig:
+    """The clean settings; a calibration table given as a file must exist and be one (read now, so a
+    mistake is a config error before Spark starts). Its path becomes absolute, as source paths do."""
+    cfg = build(CleanConfig, raw, "clean")
+    if cfg.calibration.endswith(".json"):
+        table = Path(cfg.calibration)
+        table = table if table.is_absolute() else base / table
+        try:
+            from pipeline.languages import load_table
+            load_table(str(table))
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"clean.calibration: {e}; write one with `python -m pipeline.calibrate --reference DIR "
+                              f"--out {cfg.calibration}` or use builtin") from None
+        cfg.calibration = str(table)
+    return cfg
+
+
 def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> PipelineConfig:
     """Build a PipelineConfig from already-parsed YAML/JSON; relative paths resolve against `base`."""
     base = base or Path.cwd()
@@ -221,7 +238,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         path=path,
         # the settings first: a typo in dedup is reported before any object store is listed
         extract=build(ExtractConfig, raw.get("extract"), "extract"),
-        clean=build(CleanConfig, raw.get("clean"), "clean"),
+        clean=_build_clean(raw.get("clean"), base),
         dedup=build(DedupConfig, raw.get("dedup"), "dedup"),
         tokenize=_build_tokenize(raw.get("tokenize"), base),
         spark=_build_spark(raw.get("spark")),
