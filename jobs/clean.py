@@ -10,12 +10,15 @@ import pyarrow as pa
 
 from pipeline.batches import clean_columns, clean_partition
 from pipeline.langid import default_model_path
+from pipeline.languages import load_table
 from pipeline.runner import Runner, StageSpec, path_identity
 from pipeline.units import parquet_unit
 
 
 def identity(cfg) -> dict:
-    return {"clean": cfg.clean, "lid_model": path_identity(str(default_model_path()))}
+    # the calibration table's content, not its name: a new built-in table re-runs the stage
+    return {"clean": cfg.clean, "lid_model": path_identity(str(default_model_path())),
+            "calibration": load_table(cfg.clean.calibration)}
 
 
 def clean_unit(unit: dict, dirs, fp: str, clean_cfg, model: str) -> dict:
