@@ -97,6 +97,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sentences", type=Path, default=DEFAULT_DIR)
     ap.add_argument("--docs", type=int, default=10, help="clean documents per language")
+    ap.add_argument("--spam", type=int, default=3, help="documents of each spam kind per language")
     ap.add_argument("--near-langs", default="zh,ja,th")
     ap.add_argument("--near-docs", type=int, default=40, help="planted near-duplicate pairs per language")
     ap.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "languages.json")
@@ -122,14 +123,14 @@ def main(argv=None) -> int:
         pairs_file = pairs_dir / path.name
         pairs = held_out(pairs_file) if pairs_file.exists() else []
         rng = random.Random(f"spam/{lang}")
-        spam_docs = spam_documents(sents, pairs, lang, rng)
-        spam_rows = run_clean(list(spam_docs.values()), cfg, ident)
         spam_kept = []
-        for kind, r in zip(spam_docs, spam_rows):
-            spam[kind]["n"] += 1
-            spam[kind]["rejected"] += bool(r["reason"])
-            if not r["reason"]:
-                spam_kept.append(kind)
+        for _ in range(args.spam):
+            spam_docs = spam_documents(sents, pairs, lang, rng)
+            for kind, r in zip(spam_docs, run_clean(list(spam_docs.values()), cfg, ident)):
+                spam[kind]["n"] += 1
+                spam[kind]["rejected"] += bool(r["reason"])
+                if not r["reason"]:
+                    spam_kept.append(kind)
         per_lang[lang] = {"docs": len(docs), "kept": kept, "rejected": dict(reasons.most_common()),
                           "langs_seen": dict(Counter(r["lang"] for r in rows)), "spam_kept": spam_kept}
     n = sum(v["docs"] for v in per_lang.values())

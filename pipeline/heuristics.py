@@ -73,7 +73,10 @@ STOPWORDS_EN = frozenset(["the", "be", "to", "of", "and", "that", "have", "with"
 _BULLETS = ("•", "‣", "⁃", "◦", "●", "○", "▪", "▫", "■", "□", "►", "▶", "➢", "✓", "✔", "-", "*", "·")
 _ELLIPSES = ("...", "…")
 _C4_END = (".", "!", "?", '"', "”")
-_FINEWEB_END = (".", "!", "?", '"', "”", "'", "’", "…", "。", "！", "？", ")", "»")
+# FineWeb's set, plus the sentence marks of scripts that have their own: Devanagari/Bengali danda,
+# Arabic question mark, Urdu full stop, Armenian, Ethiopic, Myanmar and Tibetan full stops
+_FINEWEB_END = (".", "!", "?", '"', "”", "'", "’", "…", "。", "！", "？", ")", "»",
+                "।", "॥", "؟", "۔", "։", "።", "။", "།", "．", "｡")
 _C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies",
               "use cookies")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n\s*")

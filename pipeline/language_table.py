@@ -187,7 +187,6 @@ TABLE = {
    },
    "min_lang_score": 0.65,
    "rules": {
-    "fineweb_few_punct_lines": 0.0,
     "gopher_too_few_words": 49,
     "gopher_too_many_words": 98437
    },
@@ -756,7 +755,6 @@ TABLE = {
    },
    "min_lang_score": 0.65,
    "rules": {
-    "fineweb_few_punct_lines": 0.0,
     "gopher_too_few_words": 62,
     "gopher_too_many_words": 124587
    },
@@ -839,7 +837,6 @@ TABLE = {
    },
    "min_lang_score": 0.65,
    "rules": {
-    "fineweb_few_punct_lines": 0.0,
     "gopher_too_few_words": 40,
     "gopher_too_many_words": 80063
    },
@@ -1447,7 +1444,6 @@ TABLE = {
    },
    "min_lang_score": 0.65,
    "rules": {
-    "fineweb_few_punct_lines": 0.0,
     "gopher_too_few_words": 61,
     "gopher_too_many_words": 121689
    },
@@ -2132,7 +2128,6 @@ TABLE = {
    },
    "min_lang_score": 0.65,
    "rules": {
-    "fineweb_few_punct_lines": 0.0,
     "gopher_dup_10gram": 0.2708,
     "gopher_dup_5gram": 0.3189,
     "gopher_dup_6gram": 0.2787,
