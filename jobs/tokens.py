@@ -4,6 +4,8 @@
            ──sample across sources──▶ sentencepiece training (unless tokenize.tokenizer names a model)
            ──encode──▶ tokenized/<source>/part-NNNNN.parquet   id, source, tokens (ids + one <eod>), n_tokens
                        tokenized/tokenizer.model, tokenized/counts.json (shards with sha256, documents, tokens)
+           stats/tokenize.json: + `fertility`, per language (the documents' `lang`): documents, characters,
+                       words, tokens, tokens per character and per word, summed where the shards are written
 
 tokenized/ is built in a side folder and swapped in whole, so readers never see a half-written
 corpus and a rerun leaves no stale shard. Each source gets exactly `shards_per_source` files, rows
@@ -27,7 +29,8 @@ from pyspark.sql import functions as F
 from jobs import decontaminate
 from pipeline.stats import AccountingError, StageStats
 from pipeline.spark import get_spark, text_bytes
-from pipeline.tokenize import (SHARD_DDL, TOKEN_DDL, TokenizerError, describe_model, shard_name,
+from pipeline.tokenize import (SHARD_DDL, TOKEN_STATS_DDL, TokenizerError, describe_model, fertility_report,
+                               format_fertility, merge_fertility, shard_name,
                                tokenize_partition, train_tokenizer, training_sentences, write_empty_shard,
                                write_shards_partition)
 
@@ -93,19 +96,24 @@ def _tokenizer(docs, per_source: dict[str, int], tc, staging: str) -> tuple[byte
     return model, {**info, "trained": True, "model_type": tc.model_type, "sample": drawn}
 
 
-def _write_source(docs, source: str, load_model, info: dict, tc, staging: str) -> list[dict]:
+def _write_source(docs, source: str, load_model, info: dict, tc, staging: str,
+                  fertility: dict | None = None) -> list[dict]:
     """Exactly `shards_per_source` token shards of one source, <staging>/<source>/part-NNNNN.parquet;
-    returns their facts (path relative to staging, sha256, documents, tokens)."""
+    returns their facts (path relative to staging, sha256, documents, tokens). The per-language sums of
+    the fertility report, computed as the shards are written, go to fertility[source]."""
     k = tc.shards_per_source
     dest = os.path.join(staging, source)
     os.makedirs(dest)
     # shard = Spark's own hash partitioning of id, so partition p holds shard p (the writer relies
     # only on the column, though): spread evenly, the same on every run.
     rows = (docs.where(F.col("source") == source)
-            .mapInArrow(tokenize_partition(load_model, info["sha256"], info["eos_id"]), TOKEN_DDL)
+            .mapInArrow(tokenize_partition(load_model, info["sha256"], info["eos_id"], fertility=True),
+                        TOKEN_STATS_DDL)
             .withColumn("shard", F.pmod(F.hash("id"), F.lit(k)).cast("int"))
             .repartition(k, "id").sortWithinPartitions("shard", "id"))
     facts = {r["shard"]: r.asDict() for r in rows.mapInArrow(write_shards_partition(dest), SHARD_DDL).collect()}
+    if fertility is not None:
+        fertility[source] = merge_fertility(json.loads(f["fertility"]) for f in facts.values())
     for i in range(k):
         if i not in facts:  # no document hashed here: an empty shard keeps the count fixed
             facts[i] = write_empty_shard(os.path.join(dest, shard_name(i)))
@@ -129,7 +137,9 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
     t0 = time.time()
     tc = cfg.tokenize
     src = os.path.join(data_dir, "decontaminated")
-    docs = spark.read.parquet(src).select("id", "source", "text")
+    docs = spark.read.parquet(src)
+    lang = F.col("lang") if "lang" in docs.columns else F.lit(None).cast("string").alias("lang")
+    docs = docs.select("id", "source", "text", lang)
     per_source = {r["source"]: (int(r["n"]), int(r["b"] or 0)) for r in
                   docs.groupBy("source").agg(F.count(F.lit(1)).alias("n"), F.sum(text_bytes()).alias("b")).collect()}
     for s in per_source:
@@ -144,10 +154,10 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
         with open(os.path.join(staging, "tokenizer.model"), "wb") as fh:
             fh.write(model)
         shared = spark.sparkContext.broadcast(model)
-        sources = {}
+        sources, fertility = {}, {}
         for s in sorted(per_source):
             t1 = time.time()
-            listed = _write_source(docs, s, lambda: shared.value, info, tc, staging)
+            listed = _write_source(docs, s, lambda: shared.value, info, tc, staging, fertility)
             say(f"{s}: {per_source[s][0]:,} documents -> {len(listed)} shards, "
                 f"{sum(x['tokens'] for x in listed):,} tokens in {time.time() - t1:.1f}s")
             sources[s] = {"documents": sum(x["documents"] for x in listed),
@@ -173,7 +183,8 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
     extra = {"tokenizer": info, "tokens": counts["tokens"],
              "bytes_per_token": round(n_bytes / counts["tokens"], 3) if counts["tokens"] else None,
              "sources": {s: {"documents": v["documents"], "tokens": v["tokens"], "shards": len(v["shards"])}
-                         for s, v in counts["sources"].items()}}
+                         for s, v in counts["sources"].items()},
+             "fertility": fertility_report(merge_fertility(fertility.values()))}
     stats = StageStats(stage="tokenize", records_in=n_docs, records_out=counts["documents"], bytes_in=n_bytes,
                        bytes_out=n_bytes, wall_s=round(time.time() - t0, 2), input=src, output=final, extra=extra)
     stats.check()
@@ -207,6 +218,9 @@ def main(argv=None) -> int:
           f"(tokenizer {tok['sha256'][:12]}, vocab {tok['vocab_size']}, eos {tok['eos_id']}): "
           + ", ".join(f"{s} {v['tokens']:,}" for s, v in counts["sources"].items())
           + f"; shards and counts.json in {os.path.join(data, OUT)}")
+    if stats.extra.get("fertility"):
+        print("fertility per language (tokens without <eod>; words as pipeline/words.py counts them):")
+        print(format_fertility(stats.extra["fertility"]))
     return 0
 
 

@@ -11,6 +11,11 @@ Choices worth knowing:
 - Reproducible: a rerun on the same sample gives a byte-identical model. The sample is fed through
   an iterator and the model written to memory (sentencepiece records input paths, the output
   prefix and the thread count in the model file, so `threads` is a setting, not the machine's count).
+- Every script: character_coverage 0.9995 with byte_fallback (the defaults) is sentencepiece's advice
+  for Chinese and Japanese; a character outside the coverage is spelled in byte pieces, never <unk>.
+  How many tokens a language costs is measured in the same pass that encodes it: the fertility report
+  (`fertility_report`: documents, characters, words as pipeline/words.py counts them, tokens, tokens
+  per character and per word, by the documents' `lang`).
 """
 from __future__ import annotations
 
@@ -135,6 +140,13 @@ def train_tokenizer(sentences: Iterable[str], cfg: TokenizeConfig,
                 raise TokenizerError(f"tokenize.vocab_size: {m.group(1)} is more pieces than the sample "
                                      f"supports (at most {m.group(2)}); lower it or sample more text "
                                      "(tokenize.sample_docs, tokenize.sample_chars)") from None
+            m = re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", msg)
+            if m:
+                raise TokenizerError(
+                    f"tokenize.vocab_size: {m.group(1)} pieces cannot hold the {m.group(2)} that the sample needs "
+                    f"(the characters that character_coverage {cfg.character_coverage} keeps, plus the byte and "
+                    "control pieces); a sample in Chinese or Japanese needs thousands: raise vocab_size, or lower "
+                    "tokenize.character_coverage (characters left out are spelled in byte pieces)") from None
             raise TokenizerError(f"sentencepiece training failed: {msg}\n" + "\n".join(tail)) from None
     progress(f"tokenizer trained in {time.time() - t0:.1f}s")
     return out.getvalue()
@@ -184,24 +196,108 @@ def token_arrow_schema():
 
 
 TOKEN_DDL = "id string, source string, tokens array<int>, n_tokens int"
+# the token rows plus what the fertility report sums (never written to the shards)
+TOKEN_STATS_DDL = TOKEN_DDL + ", lang string, n_chars bigint, n_words bigint"
 
 
-def tokenize_partition(load_model: Callable[[], bytes], sha: str, eos_id: int):
-    """mapInArrow function: (id, source, text) in, (id, source, tokens, n_tokens) out."""
+def tokenize_partition(load_model: Callable[[], bytes], sha: str, eos_id: int, fertility: bool = False):
+    """mapInArrow function: (id, source, text) in, (id, source, tokens, n_tokens) out; with `fertility`,
+    (id, source, text, lang) in and TOKEN_STATS_DDL out (each document's characters and words too)."""
     import pyarrow as pa
 
     schema = token_arrow_schema()
+    if fertility:
+        schema = pa.schema(list(schema) + [pa.field("lang", pa.string()), pa.field("n_chars", pa.int64()),
+                                           pa.field("n_words", pa.int64())])
 
     def run(batches):
         sp = get_processor(sha, load_model)
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            ids = encode_batch(sp, batch.column("text").to_pylist(), eos_id)
-            yield pa.RecordBatch.from_arrays(
-                [batch.column("id"), batch.column("source"), pa.array(ids, pa.list_(pa.int32())),
-                 pa.array([len(x) for x in ids], pa.int32())], schema=schema)
+            texts = batch.column("text").to_pylist()
+            ids = encode_batch(sp, texts, eos_id)
+            arrays = [batch.column("id"), batch.column("source"), pa.array(ids, pa.list_(pa.int32())),
+                      pa.array([len(x) for x in ids], pa.int32())]
+            if fertility:
+                langs = batch.column("lang").to_pylist()
+                n_chars, n_words = document_lengths(texts, langs)
+                arrays += [pa.array(langs, pa.string()), pa.array(n_chars, pa.int64()),
+                           pa.array(n_words, pa.int64())]
+            yield pa.RecordBatch.from_arrays(arrays, schema=schema)
     return run
+
+
+# --- fertility per language ----------------------------------------------------------------------
+# Summed per language where the documents are encoded (per shard, in the shard writer), then on the
+# driver: no second read of the corpus. `tokens` are a document's text tokens: the one end-of-document
+# id each document gets is not counted, so a short document's fertility is its text's.
+FERTILITY_FIELDS = ("documents", "chars", "words", "tokens")
+NO_LANG = "und"     # documents without a language (a corpus that never went through the clean stage)
+
+
+def document_lengths(texts: list, langs: list) -> tuple[list[int], list[int]]:
+    """(characters, words) of each document; words as the heuristics count them (pipeline/words.py)."""
+    from pipeline.words import words
+
+    chars = [len(t or "") for t in texts]
+    n_words = [len(words(t, lang)) if t else 0 for t, lang in zip(texts, langs)]
+    return chars, n_words
+
+
+def add_fertility(totals: dict, langs, n_chars, n_words, n_tokens) -> dict:
+    """Add documents to `totals` ({lang: {documents, chars, words, tokens}}); n_tokens include the
+    end-of-document id, which is not counted. Returns totals."""
+    for lang, c, w, t in zip(langs, n_chars, n_words, n_tokens):
+        row = totals.get(lang or NO_LANG)
+        if row is None:
+            row = totals[lang or NO_LANG] = dict.fromkeys(FERTILITY_FIELDS, 0)
+        row["documents"] += 1
+        row["chars"] += int(c)
+        row["words"] += int(w)
+        row["tokens"] += max(int(t) - 1, 0)
+    return totals
+
+
+def merge_fertility(parts: Iterable[dict]) -> dict:
+    """Sum per-language totals (of shards, of sources)."""
+    out: dict = {}
+    for part in parts:
+        for lang, row in part.items():
+            acc = out.setdefault(lang, dict.fromkeys(FERTILITY_FIELDS, 0))
+            for k in FERTILITY_FIELDS:
+                acc[k] += int(row.get(k, 0))
+    return out
+
+
+def _ratio(a: int, b: int) -> float | None:
+    return round(a / b, 4) if b else None
+
+
+def fertility_report(totals: dict) -> list[dict]:
+    """One row per language, most tokens first, then "*" for all: documents, chars, words, tokens,
+    tokens_per_char, tokens_per_word (None where there are no characters / words)."""
+    rows = [{"lang": lang, **{k: int(v[k]) for k in FERTILITY_FIELDS}}
+            for lang, v in sorted(totals.items(), key=lambda kv: (-kv[1]["tokens"], kv[0]))]
+    if rows:
+        rows.append({"lang": "*", **{k: sum(r[k] for r in rows) for k in FERTILITY_FIELDS}})
+    for r in rows:
+        r["tokens_per_char"] = _ratio(r["tokens"], r["chars"])
+        r["tokens_per_word"] = _ratio(r["tokens"], r["words"])
+    return rows
+
+
+def format_fertility(rows: list[dict]) -> str:
+    """The report as a small fixed-width table (what `make tokenize` prints)."""
+    def num(x, fmt):
+        return "-" if x is None else format(x, fmt)
+
+    head = f"  {'lang':<6} {'docs':>9} {'chars':>13} {'words':>12} {'tokens':>12} {'tok/char':>9} {'tok/word':>9}"
+    lines = [head]
+    for r in rows:
+        lines.append(f"  {r['lang']:<6} {r['documents']:>9,} {r['chars']:>13,} {r['words']:>12,} {r['tokens']:>12,} "
+                     f"{num(r['tokens_per_char'], '.3f'):>9} {num(r['tokens_per_word'], '.2f'):>9}")
+    return "\n".join(lines)
 
 
 def shard_facts(path: str) -> dict:
@@ -223,7 +319,7 @@ def shard_facts(path: str) -> dict:
 # reruns. Row groups are cut by document and token counts only, so the layout depends on the rows alone.
 ROW_GROUP_DOCS = 65_536
 ROW_GROUP_TOKENS = 1 << 23          # 32 MB of token ids
-SHARD_DDL = "shard int, path string, sha256 string, documents bigint, tokens bigint"
+SHARD_DDL = "shard int, path string, sha256 string, documents bigint, tokens bigint, fertility string"
 
 
 def pc_sum(column) -> int:
@@ -290,32 +386,42 @@ def write_empty_shard(path: str) -> dict:
 
 def write_shards_partition(dest_dir: str):
     """mapInArrow function: token rows with a `shard` column, sorted by (shard, id), in; each shard
-    written to <dest_dir>/part-NNNNN.parquet; one row of facts per shard out (SHARD_DDL)."""
+    written to <dest_dir>/part-NNNNN.parquet; one row of facts per shard out (SHARD_DDL). Rows that
+    carry the fertility columns (TOKEN_STATS_DDL) are summed per language into the facts' `fertility`
+    (JSON); the shards hold the token columns only."""
+    import json
+
     import numpy as np
     import pyarrow as pa
 
     columns = token_arrow_schema().names
 
-    def facts_batch(shard: int, facts: dict):
-        return pa.RecordBatch.from_pylist([{"shard": shard, **facts}], schema=pa.schema(
+    def facts_batch(shard: int, facts: dict, fertility: dict):
+        return pa.RecordBatch.from_pylist([{"shard": shard, **facts, "fertility": json.dumps(fertility)}],
+                                          schema=pa.schema(
             [("shard", pa.int32()), ("path", pa.string()), ("sha256", pa.string()),
-             ("documents", pa.int64()), ("tokens", pa.int64())]))
+             ("documents", pa.int64()), ("tokens", pa.int64()), ("fertility", pa.string())]))
 
     def run(batches):
-        writer, current = None, None
+        writer, current, fertility = None, None, {}
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             shards = batch.column("shard").to_numpy(zero_copy_only=False)
             cuts = [0, *(np.flatnonzero(np.diff(shards)) + 1).tolist(), batch.num_rows]
+            with_stats = "n_words" in batch.schema.names
             for a, b in zip(cuts, cuts[1:]):
                 shard = int(shards[a])
                 if shard != current:
                     if writer is not None:
-                        yield facts_batch(current, writer.close())
+                        yield facts_batch(current, writer.close(), fertility)
                     writer = ShardWriter(os.path.join(dest_dir, shard_name(shard)))
-                    current = shard
-                writer.add(pa.Table.from_batches([batch.slice(a, b - a).select(columns)]))
+                    current, fertility = shard, {}
+                part = batch.slice(a, b - a)
+                writer.add(pa.Table.from_batches([part.select(columns)]))
+                if with_stats:
+                    add_fertility(fertility, *(part.column(c).to_pylist()
+                                               for c in ("lang", "n_chars", "n_words", "n_tokens")))
         if writer is not None:
-            yield facts_batch(current, writer.close())
+            yield facts_batch(current, writer.close(), fertility)
     return run
