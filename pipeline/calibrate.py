@@ -14,9 +14,11 @@ language identifier gives. Lines become documents of 10 sentences in three layou
   quantile of the signal); `signal < t` gets min(t, the 1 - pass-share quantile). A language whose prose
   passes the published English threshold keeps it; one whose prose does not (Chinese words are 1.6
   characters long, Hindi lines end in a danda) gets the value at which that share of its prose passes.
-  The word-count limits first scale with the language's words per character (50 English words are
-  about 280 characters; as many Chinese characters hold about 170 words). English is not recalibrated;
-- language-ID confidence: min(`clean.min_lang_score`, the 2 % quantile of the score its prose gets);
+  The word-count limits first scale with the language's words per sentence (a sentence says about as
+  much in any language, a character does not: 50 English words are about 2.9 sentences, which in Chinese
+  hold about 78 words). English is not recalibrated;
+- language-ID confidence: the 2 % quantile of the score its prose gets, recorded only where it is below
+  `clean.min_lang_score` (elsewhere the global threshold applies, whatever the user sets it to);
 - confusable languages: pairs whose prose the identifier labels as the other at least 10 % of the time
   while still ranking the right one in its top three, plus the known macro-language pairs.
 
@@ -41,7 +43,8 @@ from pipeline.words import words
 
 # Languages lid.176 labels with another code or merges with a neighbour (same written standard, or macro-language).
 KNOWN_CONFUSABLE = [["bs", "hr", "sr", "sh"], ["nb", "no", "nn"], ["ms", "id"], ["zh", "yue", "wuu"]]
-SCALED = {"gopher_too_few_words", "gopher_too_many_words"}  # count limits: scaled by words per character
+SCALED = {"gopher_too_few_words", "gopher_too_many_words"}  # count limits: scaled by words per sentence
+SENTENCES_PER_DOC = 10
 NOT_CALIBRATED = {"c4_lorem_ipsum"}
 TABLE_MODULE = Path(__file__).with_name("language_table.py")
 
@@ -75,6 +78,12 @@ def prepared(docs: list[str], cfg: CleanConfig) -> list[str]:
 def words_per_char(docs: list[str], lang: str) -> float:
     chars = sum(len(d) for d in docs)
     return sum(len(words(d, lang)) for d in docs) / chars if chars else math.nan
+
+
+def words_per_sentence(docs: list[str], lang: str) -> float:
+    """Words per sentence of reference documents (SENTENCES_PER_DOC sentences each): a sentence says about
+    as much in any language, a character does not (a Chinese one holds about three English ones)."""
+    return sum(len(words(d, lang)) for d in docs) / (len(docs) * SENTENCES_PER_DOC) if docs else math.nan
 
 
 def calibrate_rules(signals: list[dict], density: float, density_en: float, pass_share: float) -> dict:
@@ -138,8 +147,8 @@ def calibrate(reference: Path, half: str = "even", n_docs: int = 300, pass_share
     for f in files:
         lines = f.read_text(encoding="utf-8").splitlines()
         texts[f.stem] = lines[0::2] if half == "even" else lines
-    docs = {lang: prepared(reference_docs.documents(lines, lang, n_docs, seed=0), cfg) for lang, lines in texts.items()}
-    density_en = words_per_char(docs["en"], "en") if "en" in docs else 0.18
+    docs = {lang: prepared(reference_docs.documents(lines, lang, n_docs, SENTENCES_PER_DOC, seed=0), cfg) for lang, lines in texts.items()}
+    density_en = words_per_sentence(docs["en"], "en") if "en" in docs else 20.0
     table: dict = {"languages": {}}
     confusions = {}
     for lang, ds in docs.items():
@@ -150,24 +159,26 @@ def calibrate(reference: Path, half: str = "even", n_docs: int = 300, pass_share
         [list(g) for g in KNOWN_CONFUSABLE]
     for lang, ds in docs.items():
         stop = sorted(STOPWORDS_EN) if lang == "en" else derive_stopwords(ds, lang)
-        density = words_per_char(ds, lang)
-        row: dict = {"docs": len(ds), "words_per_char": round(density, 4), "stopwords": stop}
+        density = words_per_sentence(ds, lang)
+        row: dict = {"docs": len(ds), "words_per_char": round(words_per_char(ds, lang), 4),
+                     "words_per_sentence": round(density, 2), "stopwords": stop}
         if lang != "en":
             signals = [compute_signals(d, lang, frozenset(stop)) for d in ds]
             row["rules"] = calibrate_rules(signals, density, density_en, pass_share)
         if identifier is not None:
             scores, labels, _ = language_scores(ds, lang, identifier, groups)
             row["identified_as"] = dict(labels.most_common(4))
-            if scores:
-                row["min_lang_score"] = max(0.0, math.floor(min(cfg.min_lang_score, quantile(scores, 0.02)) * 100) / 100)
+            low = math.floor(quantile(scores, 0.02) * 100) / 100 if scores else None
+            if low is not None and low < cfg.min_lang_score:  # only a relaxation is recorded: else the global applies
+                row["min_lang_score"] = max(0.0, low)
         table["languages"][lang] = row
     table["confusable"] = groups
     table["method"] = {
         "what": "FineWeb-2-style relax-only calibration: each rule keeps its published value unless fewer than "
                 "pass_share of the language's reference documents pass it, then it moves to the value they pass at",
-        "pass_share": pass_share, "docs_per_language": n_docs, "sentences_per_doc": 10,
+        "pass_share": pass_share, "docs_per_language": n_docs, "sentences_per_doc": SENTENCES_PER_DOC,
         "layouts": list(reference_docs.LAYOUTS), "reference": reference.name, "lines": half,
-        "lid_score": "2% quantile of the language's reference scores, capped at clean.min_lang_score",
+        "lid_score": "2% quantile of the language's reference scores, recorded only where below clean.min_lang_score",
         "stopwords": "words of at least 0.5% frequency, 5 to 30 (en: Gopher's eight)",
         "made": date.today().isoformat(),
     }

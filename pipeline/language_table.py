@@ -41,8 +41,7 @@ TABLE = {
    },
    "min_lang_score": 0.47,
    "rules": {
-    "gopher_too_few_words": 54,
-    "gopher_too_many_words": 108019
+    "gopher_too_many_words": 99424
    },
    "stopwords": [
     "die",
@@ -76,18 +75,18 @@ TABLE = {
     "my",
     "aan"
    ],
-   "words_per_char": 0.1741
+   "words_per_char": 0.1741,
+   "words_per_sentence": 17.25
   },
   "ar": {
    "docs": 300,
    "identified_as": {
     "ar": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "fineweb_few_punct_lines": 0.0,
-    "gopher_too_few_words": 52,
-    "gopher_too_many_words": 104487
+    "gopher_too_few_words": 44,
+    "gopher_too_many_words": 87298
    },
    "stopwords": [
     "في",
@@ -99,17 +98,17 @@ TABLE = {
     "التي",
     "عن"
    ],
-   "words_per_char": 0.1684
+   "words_per_char": 0.1684,
+   "words_per_sentence": 15.15
   },
   "az": {
    "docs": 300,
    "identified_as": {
     "az": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 41,
-    "gopher_too_many_words": 82321
+    "gopher_too_few_words": 43,
+    "gopher_too_many_words": 85316
    },
    "stopwords": [
     "və",
@@ -120,17 +119,17 @@ TABLE = {
     "olan",
     "isə"
    ],
-   "words_per_char": 0.1327
+   "words_per_char": 0.1327,
+   "words_per_sentence": 14.8
   },
   "be": {
    "docs": 300,
    "identified_as": {
     "be": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_too_few_words": 44,
-    "gopher_too_many_words": 88520
+    "gopher_too_many_words": 88566
    },
    "stopwords": [
     "і",
@@ -148,17 +147,17 @@ TABLE = {
     "але",
     "гэта"
    ],
-   "words_per_char": 0.1427
+   "words_per_char": 0.1427,
+   "words_per_sentence": 15.37
   },
   "bg": {
    "docs": 300,
    "identified_as": {
     "bg": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 98075
+    "gopher_too_few_words": 41,
+    "gopher_too_many_words": 81305
    },
    "stopwords": [
     "на",
@@ -178,17 +177,17 @@ TABLE = {
     "си",
     "по"
    ],
-   "words_per_char": 0.1581
+   "words_per_char": 0.1581,
+   "words_per_sentence": 14.11
   },
   "bn": {
    "docs": 300,
    "identified_as": {
     "bn": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 98437
+    "gopher_too_few_words": 40,
+    "gopher_too_many_words": 80175
    },
    "stopwords": [
     "ও",
@@ -207,7 +206,8 @@ TABLE = {
     "কোন",
     "আপনার"
    ],
-   "words_per_char": 0.1586
+   "words_per_char": 0.1586,
+   "words_per_sentence": 13.91
   },
   "bs": {
    "docs": 300,
@@ -216,10 +216,9 @@ TABLE = {
     "sh": 105,
     "sr": 6
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 94696
+    "gopher_too_few_words": 46,
+    "gopher_too_many_words": 92393
    },
    "stopwords": [
     "je",
@@ -236,17 +235,18 @@ TABLE = {
     "koji",
     "a"
    ],
-   "words_per_char": 0.1526
+   "words_per_char": 0.1526,
+   "words_per_sentence": 16.03
   },
   "ca": {
    "docs": 300,
    "identified_as": {
     "ca": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_ellipsis_lines": 0.3333,
-    "gopher_too_many_words": 99299
+    "gopher_too_few_words": 49,
+    "gopher_too_many_words": 98317
    },
    "stopwords": [
     "de",
@@ -267,17 +267,17 @@ TABLE = {
     "és",
     "o"
    ],
-   "words_per_char": 0.16
+   "words_per_char": 0.16,
+   "words_per_sentence": 17.06
   },
   "cs": {
    "docs": 300,
    "identified_as": {
     "cs": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 46,
-    "gopher_too_many_words": 92095
+    "gopher_too_few_words": 39,
+    "gopher_too_many_words": 77363
    },
    "stopwords": [
     "a",
@@ -292,17 +292,17 @@ TABLE = {
     "pro",
     "to"
    ],
-   "words_per_char": 0.1484
+   "words_per_char": 0.1484,
+   "words_per_sentence": 13.42
   },
   "cy": {
    "docs": 300,
    "identified_as": {
     "cy": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 52,
-    "gopher_too_many_words": 103691
+    "gopher_too_few_words": 47,
+    "gopher_too_many_words": 94283
    },
    "stopwords": [
     "yn",
@@ -326,17 +326,17 @@ TABLE = {
     "i'r",
     "eu"
    ],
-   "words_per_char": 0.1671
+   "words_per_char": 0.1671,
+   "words_per_sentence": 16.36
   },
   "da": {
    "docs": 300,
    "identified_as": {
     "da": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 51,
-    "gopher_too_many_words": 101793
+    "gopher_too_few_words": 54,
+    "gopher_too_many_words": 107769
    },
    "stopwords": [
     "og",
@@ -365,17 +365,17 @@ TABLE = {
     "om",
     "men"
    ],
-   "words_per_char": 0.164
+   "words_per_char": 0.164,
+   "words_per_sentence": 18.7
   },
   "de": {
    "docs": 300,
    "identified_as": {
     "de": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 44,
-    "gopher_too_many_words": 87150
+    "gopher_too_few_words": 46,
+    "gopher_too_many_words": 92900
    },
    "stopwords": [
     "der",
@@ -405,17 +405,17 @@ TABLE = {
     "am",
     "einer"
    ],
-   "words_per_char": 0.1404
+   "words_per_char": 0.1404,
+   "words_per_sentence": 16.12
   },
   "el": {
    "docs": 300,
    "identified_as": {
     "el": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 95382
+    "gopher_too_few_words": 57,
+    "gopher_too_many_words": 113416
    },
    "stopwords": [
     "και",
@@ -443,14 +443,14 @@ TABLE = {
     "στην",
     "τον"
    ],
-   "words_per_char": 0.1537
+   "words_per_char": 0.1537,
+   "words_per_sentence": 19.68
   },
   "en": {
    "docs": 300,
    "identified_as": {
     "en": 300
    },
-   "min_lang_score": 0.65,
    "stopwords": [
     "and",
     "be",
@@ -461,16 +461,17 @@ TABLE = {
     "to",
     "with"
    ],
-   "words_per_char": 0.1612
+   "words_per_char": 0.1612,
+   "words_per_sentence": 17.35
   },
   "eo": {
    "docs": 300,
    "identified_as": {
     "eo": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_many_words": 99211
+    "gopher_too_few_words": 45,
+    "gopher_too_many_words": 90987
    },
    "stopwords": [
     "la",
@@ -492,17 +493,17 @@ TABLE = {
     "kun",
     "ili"
    ],
-   "words_per_char": 0.1599
+   "words_per_char": 0.1599,
+   "words_per_sentence": 15.79
   },
   "es": {
    "docs": 300,
    "identified_as": {
     "es": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 52,
-    "gopher_too_many_words": 103965
+    "gopher_too_few_words": 63,
+    "gopher_too_many_words": 126602
    },
    "stopwords": [
     "de",
@@ -526,17 +527,17 @@ TABLE = {
     "una",
     "su"
    ],
-   "words_per_char": 0.1675
+   "words_per_char": 0.1675,
+   "words_per_sentence": 21.97
   },
   "et": {
    "docs": 300,
    "identified_as": {
     "et": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 43,
-    "gopher_too_many_words": 86043
+    "gopher_too_few_words": 40,
+    "gopher_too_many_words": 80152
    },
    "stopwords": [
     "ja",
@@ -550,17 +551,17 @@ TABLE = {
     "see",
     "aga"
    ],
-   "words_per_char": 0.1387
+   "words_per_char": 0.1387,
+   "words_per_sentence": 13.91
   },
   "eu": {
    "docs": 300,
    "identified_as": {
     "eu": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 39,
-    "gopher_too_many_words": 77759
+    "gopher_too_few_words": 38,
+    "gopher_too_many_words": 75957
    },
    "stopwords": [
     "eta",
@@ -575,17 +576,17 @@ TABLE = {
     "ez",
     "dira"
    ],
-   "words_per_char": 0.1253
+   "words_per_char": 0.1253,
+   "words_per_sentence": 13.18
   },
   "fa": {
    "docs": 300,
    "identified_as": {
     "fa": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 59,
-    "gopher_too_many_words": 118725
+    "gopher_too_few_words": 60,
+    "gopher_too_many_words": 120032
    },
    "stopwords": [
     "در",
@@ -602,17 +603,17 @@ TABLE = {
     "سال",
     "برای"
    ],
-   "words_per_char": 0.1913
+   "words_per_char": 0.1913,
+   "words_per_sentence": 20.83
   },
   "fi": {
    "docs": 300,
    "identified_as": {
     "fi": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 34,
-    "gopher_too_many_words": 68446
+    "gopher_too_few_words": 33,
+    "gopher_too_many_words": 66160
    },
    "stopwords": [
     "ja",
@@ -623,18 +624,17 @@ TABLE = {
     "myös",
     "sekä"
    ],
-   "words_per_char": 0.1103
+   "words_per_char": 0.1103,
+   "words_per_sentence": 11.48
   },
   "fr": {
    "docs": 300,
    "identified_as": {
     "fr": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "fineweb_few_punct_lines": 0.0,
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 96111
+    "gopher_too_many_words": 99506
    },
    "stopwords": [
     "de",
@@ -660,7 +660,8 @@ TABLE = {
     "pas",
     "sont"
    ],
-   "words_per_char": 0.1549
+   "words_per_char": 0.1549,
+   "words_per_sentence": 17.27
   },
   "ga": {
    "docs": 300,
@@ -669,8 +670,8 @@ TABLE = {
    },
    "min_lang_score": 0.51,
    "rules": {
-    "gopher_too_few_words": 52,
-    "gopher_too_many_words": 103067
+    "gopher_too_few_words": 55,
+    "gopher_too_many_words": 110858
    },
    "stopwords": [
     "an",
@@ -696,21 +697,21 @@ TABLE = {
     "leis",
     "in"
    ],
-   "words_per_char": 0.1661
+   "words_per_char": 0.1661,
+   "words_per_sentence": 19.24
   },
   "gu": {
    "docs": 300,
    "identified_as": {
     "gu": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_5gram": 0.2071,
     "gopher_dup_6gram": 0.1589,
     "gopher_dup_7gram": 0.1589,
     "gopher_dup_9gram": 0.1162,
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 98872
+    "gopher_too_few_words": 47,
+    "gopher_too_many_words": 94306
    },
    "stopwords": [
     "છે",
@@ -725,17 +726,17 @@ TABLE = {
     "ભાગમાં",
     "દેશના"
    ],
-   "words_per_char": 0.1593
+   "words_per_char": 0.1593,
+   "words_per_sentence": 16.36
   },
   "he": {
    "docs": 300,
    "identified_as": {
     "he": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 53,
-    "gopher_too_many_words": 105798
+    "gopher_too_few_words": 45,
+    "gopher_too_many_words": 89050
    },
    "stopwords": [
     "של",
@@ -746,17 +747,17 @@ TABLE = {
     "לא",
     "גם"
    ],
-   "words_per_char": 0.1705
+   "words_per_char": 0.1705,
+   "words_per_sentence": 15.45
   },
   "hi": {
    "docs": 300,
    "identified_as": {
     "hi": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 62,
-    "gopher_too_many_words": 124587
+    "gopher_too_few_words": 48,
+    "gopher_too_many_words": 95874
    },
    "stopwords": [
     "के",
@@ -780,17 +781,17 @@ TABLE = {
     "हो",
     "ही"
    ],
-   "words_per_char": 0.2008
+   "words_per_char": 0.2008,
+   "words_per_sentence": 16.64
   },
   "hr": {
    "docs": 300,
    "identified_as": {
     "hr": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 46,
-    "gopher_too_many_words": 92578
+    "gopher_too_few_words": 54,
+    "gopher_too_many_words": 108230
    },
    "stopwords": [
     "i",
@@ -806,17 +807,17 @@ TABLE = {
     "a",
     "te"
    ],
-   "words_per_char": 0.1492
+   "words_per_char": 0.1492,
+   "words_per_sentence": 18.78
   },
   "hu": {
    "docs": 300,
    "identified_as": {
     "hu": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 42,
-    "gopher_too_many_words": 83381
+    "gopher_too_few_words": 46,
+    "gopher_too_many_words": 92992
    },
    "stopwords": [
     "a",
@@ -828,17 +829,17 @@ TABLE = {
     "egy",
     "meg"
    ],
-   "words_per_char": 0.1344
+   "words_per_char": 0.1344,
+   "words_per_sentence": 16.14
   },
   "hy": {
    "docs": 300,
    "identified_as": {
     "hy": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 40,
-    "gopher_too_many_words": 80063
+    "gopher_too_few_words": 47,
+    "gopher_too_many_words": 93453
    },
    "stopwords": [
     "է",
@@ -848,17 +849,17 @@ TABLE = {
     "ու",
     "համար"
    ],
-   "words_per_char": 0.129
+   "words_per_char": 0.129,
+   "words_per_sentence": 16.22
   },
   "id": {
    "docs": 300,
    "identified_as": {
     "id": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_too_few_words": 43,
-    "gopher_too_many_words": 85489
+    "gopher_too_many_words": 85800
    },
    "stopwords": [
     "yang",
@@ -882,16 +883,17 @@ TABLE = {
     "dapat",
     "mereka"
    ],
-   "words_per_char": 0.1378
+   "words_per_char": 0.1378,
+   "words_per_sentence": 14.89
   },
   "is": {
    "docs": 300,
    "identified_as": {
     "is": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_many_words": 99227
+    "gopher_too_few_words": 51,
+    "gopher_too_many_words": 102490
    },
    "stopwords": [
     "að",
@@ -916,17 +918,17 @@ TABLE = {
     "var",
     "verið"
    ],
-   "words_per_char": 0.1599
+   "words_per_char": 0.1599,
+   "words_per_sentence": 17.78
   },
   "it": {
    "docs": 300,
    "identified_as": {
     "it": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 95709
+    "gopher_too_few_words": 56,
+    "gopher_too_many_words": 111964
    },
    "stopwords": [
     "di",
@@ -955,14 +957,14 @@ TABLE = {
     "alla",
     "dei"
    ],
-   "words_per_char": 0.1542
+   "words_per_char": 0.1542,
+   "words_per_sentence": 19.43
   },
   "ja": {
    "docs": 300,
    "identified_as": {
     "ja": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_10gram": 0.1744,
     "gopher_dup_5gram": 0.1744,
@@ -971,8 +973,8 @@ TABLE = {
     "gopher_dup_8gram": 0.1744,
     "gopher_dup_9gram": 0.1744,
     "gopher_short_words": 1.6097,
-    "gopher_too_few_words": 168,
-    "gopher_too_many_words": 336382
+    "gopher_too_few_words": 72,
+    "gopher_too_many_words": 143202
    },
    "stopwords": [
     "の",
@@ -1001,17 +1003,17 @@ TABLE = {
     "か",
     "せん"
    ],
-   "words_per_char": 0.5421
+   "words_per_char": 0.5421,
+   "words_per_sentence": 24.85
   },
   "ka": {
    "docs": 300,
    "identified_as": {
     "ka": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 37,
-    "gopher_too_many_words": 74776
+    "gopher_too_few_words": 34,
+    "gopher_too_many_words": 68926
    },
    "stopwords": [
     "და",
@@ -1021,14 +1023,14 @@ TABLE = {
     "მისი",
     "შემდეგ"
    ],
-   "words_per_char": 0.1205
+   "words_per_char": 0.1205,
+   "words_per_sentence": 11.96
   },
   "kk": {
    "docs": 300,
    "identified_as": {
     "kk": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_10gram": 0.2328,
     "gopher_dup_5gram": 0.2328,
@@ -1037,8 +1039,8 @@ TABLE = {
     "gopher_dup_8gram": 0.2328,
     "gopher_dup_9gram": 0.2328,
     "gopher_few_stopwords": 0.0,
-    "gopher_too_few_words": 39,
-    "gopher_too_many_words": 78956
+    "gopher_too_few_words": 36,
+    "gopher_too_many_words": 72430
    },
    "stopwords": [
     "және",
@@ -1047,20 +1049,20 @@ TABLE = {
     "де",
     "бар"
    ],
-   "words_per_char": 0.1272
+   "words_per_char": 0.1272,
+   "words_per_sentence": 12.57
   },
   "ko": {
    "docs": 300,
    "identified_as": {
     "ko": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "fineweb_few_punct_lines": 0.0,
     "gopher_few_stopwords": 0.0,
     "gopher_short_words": 2.9674,
-    "gopher_too_few_words": 69,
-    "gopher_too_many_words": 138963
+    "gopher_too_few_words": 41,
+    "gopher_too_many_words": 82619
    },
    "stopwords": [
     "있다",
@@ -1069,7 +1071,8 @@ TABLE = {
     "수",
     "한"
    ],
-   "words_per_char": 0.2239
+   "words_per_char": 0.2239,
+   "words_per_sentence": 14.34
   },
   "la": {
    "docs": 300,
@@ -1078,8 +1081,8 @@ TABLE = {
    },
    "min_lang_score": 0.38,
    "rules": {
-    "gopher_too_few_words": 42,
-    "gopher_too_many_words": 83475
+    "gopher_too_few_words": 33,
+    "gopher_too_many_words": 65445
    },
    "stopwords": [
     "in",
@@ -1096,7 +1099,8 @@ TABLE = {
     "circa",
     "qua"
    ],
-   "words_per_char": 0.1345
+   "words_per_char": 0.1345,
+   "words_per_sentence": 11.36
   },
   "lg": {
    "docs": 300,
@@ -1107,8 +1111,8 @@ TABLE = {
     "war": 63
    },
    "rules": {
-    "gopher_too_few_words": 41,
-    "gopher_too_many_words": 82567
+    "gopher_too_few_words": 49,
+    "gopher_too_many_words": 97787
    },
    "stopwords": [
     "mu",
@@ -1123,18 +1127,18 @@ TABLE = {
     "abalala",
     "ya"
    ],
-   "words_per_char": 0.1331
+   "words_per_char": 0.1331,
+   "words_per_sentence": 16.97
   },
   "lt": {
    "docs": 300,
    "identified_as": {
     "lt": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_7gram": 0.1326,
-    "gopher_too_few_words": 41,
-    "gopher_too_many_words": 82082
+    "gopher_too_few_words": 40,
+    "gopher_too_many_words": 80705
    },
    "stopwords": [
     "ir",
@@ -1144,17 +1148,17 @@ TABLE = {
     "su",
     "iš"
    ],
-   "words_per_char": 0.1323
+   "words_per_char": 0.1323,
+   "words_per_sentence": 14.0
   },
   "lv": {
    "docs": 300,
    "identified_as": {
     "lv": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 43,
-    "gopher_too_many_words": 86148
+    "gopher_too_few_words": 44,
+    "gopher_too_many_words": 87852
    },
    "stopwords": [
     "un",
@@ -1173,7 +1177,8 @@ TABLE = {
     "bet",
     "es"
    ],
-   "words_per_char": 0.1388
+   "words_per_char": 0.1388,
+   "words_per_sentence": 15.24
   },
   "mi": {
    "docs": 300,
@@ -1184,8 +1189,8 @@ TABLE = {
     "war": 2
    },
    "rules": {
-    "gopher_too_few_words": 65,
-    "gopher_too_many_words": 130469
+    "gopher_too_few_words": 64,
+    "gopher_too_many_words": 127985
    },
    "stopwords": [
     "te",
@@ -1218,17 +1223,17 @@ TABLE = {
     "tau",
     "ai"
    ],
-   "words_per_char": 0.2103
+   "words_per_char": 0.2103,
+   "words_per_sentence": 22.21
   },
   "mk": {
    "docs": 300,
    "identified_as": {
     "mk": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 95808
+    "gopher_too_few_words": 52,
+    "gopher_too_many_words": 103711
    },
    "stopwords": [
     "на",
@@ -1248,17 +1253,17 @@ TABLE = {
     "ги",
     "не"
    ],
-   "words_per_char": 0.1544
+   "words_per_char": 0.1544,
+   "words_per_sentence": 18.0
   },
   "mn": {
    "docs": 300,
    "identified_as": {
     "mn": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_too_few_words": 46,
-    "gopher_too_many_words": 91589
+    "gopher_too_many_words": 92600
    },
    "stopwords": [
     "нь",
@@ -1270,17 +1275,17 @@ TABLE = {
     "энэ",
     "монгол"
    ],
-   "words_per_char": 0.1476
+   "words_per_char": 0.1476,
+   "words_per_sentence": 16.07
   },
   "mr": {
    "docs": 300,
    "identified_as": {
     "mr": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 45,
-    "gopher_too_many_words": 89670
+    "gopher_too_few_words": 36,
+    "gopher_too_many_words": 71093
    },
    "stopwords": [
     "आहे",
@@ -1290,7 +1295,8 @@ TABLE = {
     "ते",
     "होते"
    ],
-   "words_per_char": 0.1445
+   "words_per_char": 0.1445,
+   "words_per_sentence": 12.34
   },
   "ms": {
    "docs": 300,
@@ -1298,10 +1304,9 @@ TABLE = {
     "id": 298,
     "ms": 2
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 44,
-    "gopher_too_many_words": 88156
+    "gopher_too_few_words": 48,
+    "gopher_too_many_words": 96519
    },
    "stopwords": [
     "dan",
@@ -1320,18 +1325,18 @@ TABLE = {
     "ada",
     "itu"
    ],
-   "words_per_char": 0.1421
+   "words_per_char": 0.1421,
+   "words_per_sentence": 16.75
   },
   "nb": {
    "docs": 300,
    "identified_as": {
     "no": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "fineweb_few_punct_lines": 0.0,
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 96803
+    "gopher_too_few_words": 45,
+    "gopher_too_many_words": 89121
    },
    "stopwords": [
     "og",
@@ -1358,22 +1363,21 @@ TABLE = {
     "de",
     "kan"
    ],
-   "words_per_char": 0.156
+   "words_per_char": 0.156,
+   "words_per_sentence": 15.46
   },
   "nl": {
    "docs": 300,
    "identified_as": {
     "nl": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_10gram": 0.1452,
     "gopher_dup_6gram": 0.1452,
     "gopher_dup_7gram": 0.1452,
     "gopher_dup_8gram": 0.1452,
     "gopher_dup_9gram": 0.1452,
-    "gopher_too_few_words": 48,
-    "gopher_too_many_words": 96693
+    "gopher_too_many_words": 99470
    },
    "stopwords": [
     "de",
@@ -1397,7 +1401,8 @@ TABLE = {
     "als",
     "was"
    ],
-   "words_per_char": 0.1558
+   "words_per_char": 0.1558,
+   "words_per_sentence": 17.26
   },
   "nn": {
    "docs": 300,
@@ -1405,10 +1410,9 @@ TABLE = {
     "nn": 292,
     "no": 8
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 98871
+    "gopher_too_few_words": 46,
+    "gopher_too_many_words": 91010
    },
    "stopwords": [
     "i",
@@ -1435,17 +1439,17 @@ TABLE = {
     "ei",
     "at"
    ],
-   "words_per_char": 0.1593
+   "words_per_char": 0.1593,
+   "words_per_sentence": 15.79
   },
   "pa": {
    "docs": 300,
    "identified_as": {
     "pa": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 61,
-    "gopher_too_many_words": 121689
+    "gopher_too_few_words": 60,
+    "gopher_too_many_words": 119041
    },
    "stopwords": [
     "ਦੇ",
@@ -1474,17 +1478,17 @@ TABLE = {
     "ਇਹ",
     "ਸੀ"
    ],
-   "words_per_char": 0.1961
+   "words_per_char": 0.1961,
+   "words_per_sentence": 20.66
   },
   "pl": {
    "docs": 300,
    "identified_as": {
     "pl": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 44,
-    "gopher_too_many_words": 87490
+    "gopher_too_few_words": 42,
+    "gopher_too_many_words": 84728
    },
    "stopwords": [
     "w",
@@ -1500,17 +1504,17 @@ TABLE = {
     "o",
     "po"
    ],
-   "words_per_char": 0.141
+   "words_per_char": 0.141,
+   "words_per_sentence": 14.7
   },
   "pt": {
    "docs": 300,
    "identified_as": {
     "pt": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 51,
-    "gopher_too_many_words": 102181
+    "gopher_too_few_words": 61,
+    "gopher_too_many_words": 121438
    },
    "stopwords": [
     "de",
@@ -1535,17 +1539,17 @@ TABLE = {
     "as",
     "ao"
    ],
-   "words_per_char": 0.1647
+   "words_per_char": 0.1647,
+   "words_per_sentence": 21.07
   },
   "ro": {
    "docs": 300,
    "identified_as": {
     "ro": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 94496
+    "gopher_too_few_words": 51,
+    "gopher_too_many_words": 102259
    },
    "stopwords": [
     "de",
@@ -1571,17 +1575,17 @@ TABLE = {
     "se",
     "sa"
    ],
-   "words_per_char": 0.1523
+   "words_per_char": 0.1523,
+   "words_per_sentence": 17.74
   },
   "ru": {
    "docs": 300,
    "identified_as": {
     "ru": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 93884
+    "gopher_too_few_words": 30,
+    "gopher_too_many_words": 60811
    },
    "stopwords": [
     "и",
@@ -1601,17 +1605,17 @@ TABLE = {
     "его",
     "за"
    ],
-   "words_per_char": 0.1513
+   "words_per_char": 0.1513,
+   "words_per_sentence": 10.55
   },
   "sk": {
    "docs": 300,
    "identified_as": {
     "sk": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 93298
+    "gopher_too_few_words": 45,
+    "gopher_too_many_words": 89742
    },
    "stopwords": [
     "a",
@@ -1629,7 +1633,8 @@ TABLE = {
     "to",
     "si"
    ],
-   "words_per_char": 0.1504
+   "words_per_char": 0.1504,
+   "words_per_sentence": 15.57
   },
   "sl": {
    "docs": 300,
@@ -1638,8 +1643,8 @@ TABLE = {
    },
    "min_lang_score": 0.51,
    "rules": {
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 97682
+    "gopher_too_few_words": 52,
+    "gopher_too_many_words": 104472
    },
    "stopwords": [
     "in",
@@ -1658,7 +1663,8 @@ TABLE = {
     "s",
     "še"
    ],
-   "words_per_char": 0.1574
+   "words_per_char": 0.1574,
+   "words_per_sentence": 18.13
   },
   "sn": {
    "docs": 300,
@@ -1669,8 +1675,8 @@ TABLE = {
     "pl": 15
    },
    "rules": {
-    "gopher_too_few_words": 39,
-    "gopher_too_many_words": 78400
+    "gopher_too_few_words": 44,
+    "gopher_too_many_words": 87045
    },
    "stopwords": [
     "kuti",
@@ -1685,7 +1691,8 @@ TABLE = {
     "ini",
     "ari"
    ],
-   "words_per_char": 0.1263
+   "words_per_char": 0.1263,
+   "words_per_sentence": 15.1
   },
   "so": {
    "docs": 300,
@@ -1697,8 +1704,8 @@ TABLE = {
    },
    "min_lang_score": 0.09,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 94925
+    "gopher_too_few_words": 54,
+    "gopher_too_many_words": 107722
    },
    "stopwords": [
     "oo",
@@ -1725,17 +1732,17 @@ TABLE = {
     "mid",
     "wuxuu"
    ],
-   "words_per_char": 0.153
+   "words_per_char": 0.153,
+   "words_per_sentence": 18.69
   },
   "sq": {
    "docs": 300,
    "identified_as": {
     "sq": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 52,
-    "gopher_too_many_words": 103617
+    "gopher_too_few_words": 58,
+    "gopher_too_many_words": 115722
    },
    "stopwords": [
     "të",
@@ -1757,17 +1764,17 @@ TABLE = {
     "se",
     "nuk"
    ],
-   "words_per_char": 0.167
+   "words_per_char": 0.167,
+   "words_per_sentence": 20.08
   },
   "sr": {
    "docs": 300,
    "identified_as": {
     "sr": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 94762
+    "gopher_too_few_words": 46,
+    "gopher_too_many_words": 91540
    },
    "stopwords": [
     "је",
@@ -1782,7 +1789,8 @@ TABLE = {
     "за",
     "са"
    ],
-   "words_per_char": 0.1527
+   "words_per_char": 0.1527,
+   "words_per_sentence": 15.88
   },
   "st": {
    "docs": 300,
@@ -1793,8 +1801,8 @@ TABLE = {
     "tl": 182
    },
    "rules": {
-    "gopher_too_few_words": 57,
-    "gopher_too_many_words": 114367
+    "gopher_too_few_words": 60,
+    "gopher_too_many_words": 120101
    },
    "stopwords": [
     "ho",
@@ -1819,18 +1827,18 @@ TABLE = {
     "hore",
     "mme"
    ],
-   "words_per_char": 0.1843
+   "words_per_char": 0.1843,
+   "words_per_sentence": 20.84
   },
   "sv": {
    "docs": 300,
    "identified_as": {
     "sv": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "fineweb_few_punct_lines": 0.0,
-    "gopher_too_few_words": 47,
-    "gopher_too_many_words": 93846
+    "gopher_too_few_words": 39,
+    "gopher_too_many_words": 78907
    },
    "stopwords": [
     "och",
@@ -1854,7 +1862,8 @@ TABLE = {
     "från",
     "vi"
    ],
-   "words_per_char": 0.1512
+   "words_per_char": 0.1512,
+   "words_per_sentence": 13.69
   },
   "sw": {
    "docs": 300,
@@ -1866,7 +1875,7 @@ TABLE = {
     "gopher_dup_10gram": 0.1156,
     "gopher_dup_9gram": 0.1156,
     "gopher_too_few_words": 48,
-    "gopher_too_many_words": 96698
+    "gopher_too_many_words": 95989
    },
    "stopwords": [
     "ya",
@@ -1884,18 +1893,18 @@ TABLE = {
     "hii",
     "yake"
    ],
-   "words_per_char": 0.1558
+   "words_per_char": 0.1558,
+   "words_per_sentence": 16.66
   },
   "ta": {
    "docs": 300,
    "identified_as": {
     "ta": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_few_stopwords": 0.0,
     "gopher_too_few_words": 34,
-    "gopher_too_many_words": 67460
+    "gopher_too_many_words": 67497
    },
    "stopwords": [
     "மற்றும்",
@@ -1904,18 +1913,18 @@ TABLE = {
     "என்று",
     "ஆகும்"
    ],
-   "words_per_char": 0.1087
+   "words_per_char": 0.1087,
+   "words_per_sentence": 11.71
   },
   "te": {
    "docs": 300,
    "identified_as": {
     "te": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_few_stopwords": 0.0,
-    "gopher_too_few_words": 39,
-    "gopher_too_many_words": 77725
+    "gopher_too_few_words": 34,
+    "gopher_too_many_words": 67128
    },
    "stopwords": [
     "మరియు",
@@ -1924,14 +1933,14 @@ TABLE = {
     "యొక్క",
     "కూడా"
    ],
-   "words_per_char": 0.1253
+   "words_per_char": 0.1253,
+   "words_per_sentence": 11.65
   },
   "th": {
    "docs": 300,
    "identified_as": {
     "th": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_10gram": 0.1624,
     "gopher_dup_5gram": 0.2039,
@@ -1939,8 +1948,8 @@ TABLE = {
     "gopher_dup_7gram": 0.1669,
     "gopher_dup_8gram": 0.1624,
     "gopher_dup_9gram": 0.1624,
-    "gopher_too_few_words": 67,
-    "gopher_too_many_words": 133265
+    "gopher_too_few_words": 69,
+    "gopher_too_many_words": 138591
    },
    "stopwords": [
     "ที่",
@@ -1958,17 +1967,17 @@ TABLE = {
     "เป็น",
     "ศึกษา"
    ],
-   "words_per_char": 0.2148
+   "words_per_char": 0.2148,
+   "words_per_sentence": 24.05
   },
   "tl": {
    "docs": 300,
    "identified_as": {
     "tl": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 49,
-    "gopher_too_many_words": 98296
+    "gopher_too_few_words": 55,
+    "gopher_too_many_words": 109866
    },
    "stopwords": [
     "sa",
@@ -1985,7 +1994,8 @@ TABLE = {
     "noong",
     "o"
    ],
-   "words_per_char": 0.1584
+   "words_per_char": 0.1584,
+   "words_per_sentence": 19.06
   },
   "tn": {
    "docs": 300,
@@ -1996,8 +2006,8 @@ TABLE = {
     "tl": 123
    },
    "rules": {
-    "gopher_too_few_words": 60,
-    "gopher_too_many_words": 119856
+    "gopher_too_few_words": 63,
+    "gopher_too_many_words": 126418
    },
    "stopwords": [
     "a",
@@ -2027,17 +2037,17 @@ TABLE = {
     "kwa",
     "la"
    ],
-   "words_per_char": 0.1932
+   "words_per_char": 0.1932,
+   "words_per_sentence": 21.94
   },
   "tr": {
    "docs": 300,
    "identified_as": {
     "tr": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 39,
-    "gopher_too_many_words": 77399
+    "gopher_too_few_words": 42,
+    "gopher_too_many_words": 84832
    },
    "stopwords": [
     "ve",
@@ -2049,7 +2059,8 @@ TABLE = {
     "daha",
     "için"
    ],
-   "words_per_char": 0.1247
+   "words_per_char": 0.1247,
+   "words_per_sentence": 14.72
   },
   "ts": {
    "docs": 300,
@@ -2062,8 +2073,8 @@ TABLE = {
    "rules": {
     "gopher_dup_5gram": 0.1507,
     "gopher_dup_6gram": 0.1507,
-    "gopher_too_few_words": 54,
-    "gopher_too_many_words": 107526
+    "gopher_too_few_words": 61,
+    "gopher_too_many_words": 122775
    },
    "stopwords": [
     "ku",
@@ -2094,17 +2105,17 @@ TABLE = {
     "leswaku",
     "leyi"
    ],
-   "words_per_char": 0.1733
+   "words_per_char": 0.1733,
+   "words_per_sentence": 21.3
   },
   "uk": {
    "docs": 300,
    "identified_as": {
     "uk": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_too_few_words": 43,
-    "gopher_too_many_words": 86657
+    "gopher_too_many_words": 85961
    },
    "stopwords": [
     "на",
@@ -2119,14 +2130,14 @@ TABLE = {
     "а",
     "це"
    ],
-   "words_per_char": 0.1397
+   "words_per_char": 0.1397,
+   "words_per_sentence": 14.92
   },
   "ur": {
    "docs": 300,
    "identified_as": {
     "ur": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_dup_10gram": 0.2708,
     "gopher_dup_5gram": 0.3189,
@@ -2134,8 +2145,8 @@ TABLE = {
     "gopher_dup_7gram": 0.2785,
     "gopher_dup_8gram": 0.2785,
     "gopher_dup_9gram": 0.2785,
-    "gopher_too_few_words": 64,
-    "gopher_too_many_words": 128429
+    "gopher_too_few_words": 69,
+    "gopher_too_many_words": 137713
    },
    "stopwords": [
     "کے",
@@ -2155,17 +2166,17 @@ TABLE = {
     "ایک",
     "بھی"
    ],
-   "words_per_char": 0.207
+   "words_per_char": 0.207,
+   "words_per_sentence": 23.9
   },
   "vi": {
    "docs": 300,
    "identified_as": {
     "vi": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
-    "gopher_too_few_words": 68,
-    "gopher_too_many_words": 135590
+    "gopher_too_few_words": 74,
+    "gopher_too_many_words": 147142
    },
    "stopwords": [
     "có",
@@ -2183,7 +2194,8 @@ TABLE = {
     "người",
     "với"
    ],
-   "words_per_char": 0.2185
+   "words_per_char": 0.2185,
+   "words_per_sentence": 25.53
   },
   "xh": {
    "docs": 300,
@@ -2195,8 +2207,8 @@ TABLE = {
    },
    "rules": {
     "gopher_few_stopwords": 1.0,
-    "gopher_too_few_words": 35,
-    "gopher_too_many_words": 69765
+    "gopher_too_few_words": 42,
+    "gopher_too_many_words": 83310
    },
    "stopwords": [
     "ukuba",
@@ -2205,7 +2217,8 @@ TABLE = {
     "emva",
     "ke"
    ],
-   "words_per_char": 0.1124
+   "words_per_char": 0.1124,
+   "words_per_sentence": 14.46
   },
   "yo": {
    "docs": 300,
@@ -2217,8 +2230,8 @@ TABLE = {
    },
    "min_lang_score": 0.07,
    "rules": {
-    "gopher_too_few_words": 58,
-    "gopher_too_many_words": 115912
+    "gopher_too_few_words": 44,
+    "gopher_too_many_words": 87437
    },
    "stopwords": [
     "ni",
@@ -2244,18 +2257,18 @@ TABLE = {
     "ara",
     "àwọn"
    ],
-   "words_per_char": 0.1868
+   "words_per_char": 0.1868,
+   "words_per_sentence": 15.17
   },
   "zh": {
    "docs": 300,
    "identified_as": {
     "zh": 300
    },
-   "min_lang_score": 0.65,
    "rules": {
     "gopher_short_words": 1.4453,
-    "gopher_too_few_words": 173.98,
-    "gopher_too_many_words": 357859
+    "gopher_too_few_words": 78,
+    "gopher_too_many_words": 155800
    },
    "stopwords": [
     "的",
@@ -2267,7 +2280,8 @@ TABLE = {
     "我",
     "和"
    ],
-   "words_per_char": 0.5767
+   "words_per_char": 0.5767,
+   "words_per_sentence": 27.03
   },
   "zu": {
    "docs": 300,
@@ -2278,8 +2292,8 @@ TABLE = {
     "tr": 4
    },
    "rules": {
-    "gopher_too_few_words": 35,
-    "gopher_too_many_words": 69643
+    "gopher_too_few_words": 37,
+    "gopher_too_many_words": 74043
    },
    "stopwords": [
     "ukuthi",
@@ -2292,7 +2306,8 @@ TABLE = {
     "kusho",
     "kanye"
    ],
-   "words_per_char": 0.1122
+   "words_per_char": 0.1122,
+   "words_per_sentence": 12.85
   }
  },
  "method": {
@@ -2302,7 +2317,7 @@ TABLE = {
    "lines",
    "paragraphs"
   ],
-  "lid_score": "2% quantile of the language's reference scores, capped at clean.min_lang_score",
+  "lid_score": "2% quantile of the language's reference scores, recorded only where below clean.min_lang_score",
   "lines": "even",
   "made": "2026-12-01",
   "pass_share": 0.99,
