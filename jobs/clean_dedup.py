@@ -17,6 +17,7 @@ from jobs import clean, dedup, extract, score  # noqa: E402
 from jobs.common import parse_args  # noqa: E402
 from pipeline.runner import Runner, StageSpec  # noqa: E402
 from pipeline.spark import get_spark  # noqa: E402
+from pipeline.stats import nothing_kept_line  # noqa: E402
 from pipeline.units import write_json_atomic  # noqa: E402
 
 
@@ -53,17 +54,23 @@ def main(argv=None) -> None:
     for d in stats[2].extra.get("distributions", []):
         if d["source"] == "*" and (d["quality_ft"] or d["perplexity"]):
             q, p = d["quality_ft"] or {}, d["perplexity"] or {}
-            print(f"  score [{d['lang']}] {d['documents']} docs: quality_ft median {q.get('p50', float('nan')):.3f}, "
-                  f"perplexity median {p.get('p50', float('nan')):.0f} (buckets in stats/score.json)")
+            qm = f"{q['p50']:.3f}" if q.get("p50") is not None else "- (no classifier for it)"
+            pm = f"{p['p50']:.0f}" if p.get("p50") is not None else "- (no KenLM model for it)"
+            print(f"  score [{d['lang']}] {d['documents']} docs: quality_ft median {qm}, "
+                  f"perplexity median {pm} (buckets in stats/score.json)")
     print(f"  kept {last.records_out} of {first.records_in} input records "
           f"({last.bytes_out / 1e6:.2f} MB of text); documents in {data}/dedup, "
           f"dropped ones with their reasons in {data}/rejected, counts in {data}/stats")
+    nothing = nothing_kept_line(stats)  # the last line: an empty result is a result, said plainly (exit 0)
     write_json_atomic(f"{data}/stats/run.json", {
         "driver_started_at": DRIVER_START, "config_checked_at": t_checked, "session_s": runner.session_s,
         "finished_at": t_end, "master": master,
         "stages": [{"stage": o.stats.stage, "status": o.status, "wall_s": o.wall_s, "units": o.units,
                     "units_reused": o.reused, "records_in": o.stats.records_in,
-                    "records_out": o.stats.records_out} for o in runner.outcomes]})
+                    "records_out": o.stats.records_out} for o in runner.outcomes],
+        "nothing_kept": nothing})
+    if nothing:
+        print(nothing)
 
 
 if __name__ == "__main__":

@@ -37,3 +37,13 @@ def run_alone(spec, doc: str, argv: list[str] | None = None) -> None:
     cfg, data = parse_args(doc, argv)
     outcome = Runner(get_spark(f"glassbox-{spec.name}", cfg.spark), cfg, data).run(spec, force=True)
     print(outcome.stats.summary())
+    print_nothing_kept(data, spec.name)
+
+
+def print_nothing_kept(data: str, stage: str) -> None:
+    """A stage run alone that kept nothing says so last, with the reasons of the stages up to it."""
+    from pipeline.stats import load_chain, nothing_kept_line
+
+    line = nothing_kept_line(load_chain(data, stage))
+    if line:
+        print(line)

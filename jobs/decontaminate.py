@@ -71,7 +71,7 @@ def index_stats(items, dc) -> dict:
 if __name__ == "__main__":
     import sys
 
-    from jobs.common import parse_args
+    from jobs.common import parse_args, print_nothing_kept
     from pipeline.decontam import BenchmarkError
 
     cfg, data = parse_args(__doc__)
@@ -81,3 +81,4 @@ if __name__ == "__main__":
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
     print(run(get_spark("glassbox-decontaminate", cfg.spark), cfg, data, loaded).summary())
+    print_nothing_kept(data, "decontaminate")

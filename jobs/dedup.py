@@ -79,15 +79,17 @@ def run(spark, cfg, data_dir: str):
     rows = fingerprint_rows(docs, near_cfg).persist(StorageLevel.DISK_ONLY)
     try:
         n_in, bytes_in = input_stats(rows, text_bytes())  # the one pass over the text, cached on disk
-        exact = exact_marks(rows).persist(StorageLevel.MEMORY_AND_DISK) if cfg.dedup.exact else None
+        if not n_in:  # nothing to compare: no step runs, the same (empty) files are written
+            info["empty_input"] = True
+        exact = exact_marks(rows).persist(StorageLevel.MEMORY_AND_DISK) if cfg.dedup.exact and n_in else None
         live = rows.join(exact, "id", "left_anti") if exact is not None else rows
         near = None
-        if near_cfg.enabled:
+        if near_cfg.enabled and n_in:
             from pipeline.dedup.near import near_marks
 
             near, info["near"] = near_marks(spark, live, near_cfg)
         semantic = None
-        if sem_cfg.enabled:
+        if sem_cfg.enabled and n_in:
             from pipeline.dedup.semantic import mark_semantic_duplicates
 
             if near is not None:
@@ -110,7 +112,8 @@ def run(spark, cfg, data_dir: str):
 
 
 if __name__ == "__main__":
-    from jobs.common import parse_args
+    from jobs.common import parse_args, print_nothing_kept
 
     cfg, data = parse_args(__doc__)
     print(run(get_spark("glassbox-dedup", cfg.spark), cfg, data).summary())
+    print_nothing_kept(data, "dedup")

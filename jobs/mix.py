@@ -22,7 +22,8 @@ import sys
 
 from glassbox.schema import ConfigError
 from pipeline.config import load_spark_settings
-from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources, dumps_manifest, format_table, load_mix
+from pipeline.mixture import (MixConfig, MixError, build_manifest, check_sources, check_tokens, dumps_manifest,
+                              format_table, load_mix)
 from pipeline.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
 from pipeline.spark import get_spark
 from glassbox.contracts import sha256_file
@@ -66,6 +67,7 @@ def run(spark, mix: MixConfig, data_dir: str, counts: dict | None = None) -> tup
     """-> (manifest, its path)."""
     tokenized = os.path.join(data_dir, "tokenized")
     counts = counts or load_counts(data_dir)
+    check_tokens(mix, counts, tokenized)
     check_sources(mix, list(counts["sources"]), tokenized)
     verify_shards(spark, tokenized, counts, sorted(mix.weights))
     out_dir = os.path.join(data_dir, "manifests")
@@ -80,6 +82,7 @@ def run_reweight(spark, mix: MixConfig, data_dir: str, evidence: RunEvidence, re
     """The next manifest version from a run's validation -> (manifest, its path, what changed and why)."""
     tokenized = os.path.join(data_dir, "tokenized")
     counts = counts or load_counts(data_dir)
+    check_tokens(mix, counts, tokenized)
     check_sources(mix, list(counts["sources"]), tokenized)
     verify_shards(spark, tokenized, counts, sorted(mix.weights))
     manifest, path, again = next_version(mix, counts, tokenized, os.path.join(data_dir, "manifests"), evidence,
@@ -111,6 +114,7 @@ def main(argv=None) -> int:
         spark_conf = load_spark_settings(args.config) if args.config else {}
         mix = load_mix(args.mix)
         counts = load_counts(data)
+        check_tokens(mix, counts, os.path.join(data, "tokenized"))  # first: an empty corpus is the root cause
         check_sources(mix, list(counts["sources"]), os.path.join(data, "tokenized"))
         if args.reweight_from:
             evidence = read_evidence(args.reweight_from, args.step)

@@ -121,6 +121,15 @@ def _write_source(docs, source: str, load_model, info: dict, tc, staging: str,
              "documents": int(facts[i]["documents"]), "tokens": int(facts[i]["tokens"])} for i in range(k)]
 
 
+def _write_empty_source(source: str, tc, staging: str) -> list[dict]:
+    """`shards_per_source` empty shards for a source with no documents (no Spark job)."""
+    dest = os.path.join(staging, source)
+    os.makedirs(dest)
+    facts = [write_empty_shard(os.path.join(dest, shard_name(i))) for i in range(tc.shards_per_source)]
+    return [{"path": f"{source}/{shard_name(i)}", "sha256": f["sha256"], "documents": 0, "tokens": 0}
+            for i, f in enumerate(facts)]
+
+
 def _swap(staging: str, final: str) -> None:
     old = final + ".__old"
     shutil.rmtree(old, ignore_errors=True)
@@ -149,15 +158,27 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
     staging = final + ".__writing"
     shutil.rmtree(staging, ignore_errors=True)
     os.makedirs(staging)
+    # Nothing kept upstream: every configured source still gets its empty shards and counts.json; with
+    # no tokenizer given there is nothing to train one on, so counts.json names none (make mix says so).
+    names = sorted(per_source) or sorted(cfg.sources)
+    empty = not per_source
     try:
-        model, info = _tokenizer(docs, {s: n for s, (n, _) in per_source.items()}, tc, staging)
-        with open(os.path.join(staging, "tokenizer.model"), "wb") as fh:
-            fh.write(model)
+        if empty and not tc.tokenizer:
+            model, info = None, None
+            say("nothing to tokenize: decontaminated/ holds no documents; no tokenizer trained, empty shards written")
+        else:
+            model, info = _tokenizer(docs, {s: n for s, (n, _) in per_source.items()}, tc, staging)
+            with open(os.path.join(staging, "tokenizer.model"), "wb") as fh:
+                fh.write(model)
         shared = spark.sparkContext.broadcast(model)
         sources, fertility = {}, {}
-        for s in sorted(per_source):
+        for s in names:
             t1 = time.time()
-            listed = _write_source(docs, s, lambda: shared.value, info, tc, staging, fertility)
+            if s in per_source:
+                listed = _write_source(docs, s, lambda: shared.value, info, tc, staging, fertility)
+            else:
+                listed = _write_empty_source(s, tc, staging)
+            per_source.setdefault(s, (0, 0))
             say(f"{s}: {per_source[s][0]:,} documents -> {len(listed)} shards, "
                 f"{sum(x['tokens'] for x in listed):,} tokens in {time.time() - t1:.1f}s")
             sources[s] = {"documents": sum(x["documents"] for x in listed),
@@ -166,9 +187,10 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
                 raise AccountingError(f"tokenize: {s} has {per_source[s][0]} documents but its shards hold "
                                       f"{sources[s]['documents']}")
         shared.unpersist()
-        tokenizer = {"path": "tokenizer.model", **{k: v for k, v in info.items() if k != "sample"}}
-        counts = {"tokenizer": tokenizer, "tokenizer_sha256": info["sha256"], "vocab_size": info["vocab_size"],
-                  "eos_id": info["eos_id"], "shards_per_source": tc.shards_per_source,
+        tokenizer = {"path": "tokenizer.model", **{k: v for k, v in info.items() if k != "sample"}} if info else None
+        counts = {"tokenizer": tokenizer, "tokenizer_sha256": info and info["sha256"],
+                  "vocab_size": info and info["vocab_size"], "eos_id": info and info["eos_id"],
+                  "shards_per_source": tc.shards_per_source,
                   "documents": sum(v["documents"] for v in sources.values()),
                   "tokens": sum(v["tokens"] for v in sources.values()), "sources": sources}
         with open(os.path.join(staging, "counts.json"), "w", encoding="utf-8") as fh:
@@ -214,6 +236,15 @@ def main(argv=None) -> int:
         return 2
     print(stats.summary())
     tok = counts["tokenizer"]
+    if not counts["documents"]:  # an empty corpus is a result, not an error (README, "When nothing is kept")
+        from pipeline.stats import load_chain, nothing_kept_line
+
+        upstream = nothing_kept_line(load_chain(data, "decontaminate")) or "nothing was kept: decontaminated/ is empty"
+        print(f"nothing was tokenized: {upstream.removeprefix('nothing was kept: ')}; "
+              + (f"tokenizer {tok['sha256'][:12]} given, " if tok else "no tokenizer trained (nothing to train on), ")
+              + f"{counts['shards_per_source']} empty shards per source ({', '.join(counts['sources'])}) "
+              f"and counts.json in {os.path.join(data, OUT)}")
+        return 0
     print(f"tokenized {counts['documents']:,} documents into {counts['tokens']:,} tokens "
           f"(tokenizer {tok['sha256'][:12]}, vocab {tok['vocab_size']}, eos {tok['eos_id']}): "
           + ", ".join(f"{s} {v['tokens']:,}" for s, v in counts["sources"].items())

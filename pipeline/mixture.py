@@ -143,6 +143,20 @@ def check_sources(mix: MixConfig, present: list[str], where: str) -> None:
                        f"{', '.join(sorted(present)) or 'none'}); fix the name or tokenize a corpus that has it")
 
 
+def check_tokens(mix: MixConfig, counts: dict, where: str) -> None:
+    """A corpus with no tokens (nothing kept upstream: tokenize wrote empty shards and no tokenizer) cannot
+    be mixed; a source of the mix with none cannot take a weight."""
+    total = sum(int(v.get("tokens") or 0) for v in (counts.get("sources") or {}).values())
+    if total <= 0 or not counts.get("tokenizer"):
+        raise MixError(f"no tokens to mix: {where}/counts.json holds {total} tokens "
+                       f"(the tokenize job found no documents: the pipeline kept none; "
+                       f"{os.path.join(os.path.dirname(where.rstrip('/')), 'stats')} says why); loosen the corpus "
+                       f"config, then rerun make clean-dedup and make tokenize")
+    empty = sorted(k for k in mix.weights if k in counts.get("sources", {}) and int(counts["sources"][k]["tokens"]) <= 0)
+    if empty:
+        raise MixError(f"dataset_mix.{empty[0]}: source {empty[0]!r} has no tokens in {where}; drop it from the mix")
+
+
 # --- the plan ----------------------------------------------------------------------------------------
 
 @dataclass
@@ -220,12 +234,9 @@ def build_manifest(mix: MixConfig, counts: dict, tokenized_dir: str, manifest_di
     """The manifest of `mix` over a tokenized corpus (counts.json as written by the tokenize job,
     its shard facts already verified against the files)."""
     present = counts["sources"]
+    check_tokens(mix, counts, tokenized_dir)
     check_sources(mix, list(present), tokenized_dir)
     available = {k: int(present[k]["tokens"]) for k in mix.weights}
-    empty = sorted(k for k, v in available.items() if v <= 0)
-    if empty:
-        raise MixError(f"dataset_mix.{empty[0]}: source {empty[0]!r} has no tokens in {tokenized_dir}; "
-                       "drop it from the mix")
     plan = plan_mixture(mix.weights, available, mix.total_tokens, mix.max_epochs)
     requested = mix.normalized()
     final_total = sum(plan.targets.values())

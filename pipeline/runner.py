@@ -24,7 +24,7 @@ import time
 from typing import Callable
 
 from pipeline.progress import Reporter, progress_line, spark_tasks_line
-from pipeline.stats import StageStats, load_stats
+from pipeline.stats import StageStats, load_stats, top_reasons
 from pipeline.units import UnitDirs, finished_units, write_json_atomic
 
 STATE_DIR = "_state"
@@ -88,6 +88,14 @@ def replace_dir(src: str, dst: str) -> None:
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     os.rename(src, dst)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def emptied_line(stats: StageStats) -> str:
+    """What the log says when a stage drops every document it got: the later stages still run, on an
+    empty input, and write empty outputs and their stats."""
+    reasons = ", ".join(f"{r} {n}" for r, n in top_reasons([stats], 3))
+    return (f"{stats.stage}: kept none of its {stats.records_in} documents ({reasons}); the stages after it "
+            f"run on an empty input and write empty outputs")
 
 
 @dataclasses.dataclass
@@ -292,6 +300,8 @@ class Runner:
                                        "wall_s": stats.wall_s, "units": units, "units_reused": reused})
         outcome = StageOutcome(stats, "resumed" if reused else "ran", units, reused, round(time.time() - t0, 2))
         self.outcomes.append(outcome)
+        if stats.records_in and not stats.records_out:
+            self.log(emptied_line(stats))
         return outcome
 
     def table(self) -> str:

@@ -53,3 +53,43 @@ class StageStats:
 def load_stats(data_dir: str, stage: str) -> StageStats:
     with open(os.path.join(data_dir, "stats", f"{stage}.json"), encoding="utf-8") as fh:
         return StageStats(**json.load(fh))
+
+
+CORPUS_STAGES = ("extract", "clean", "score", "dedup", "decontaminate")  # in the order they run
+
+
+def top_reasons(stats: list[StageStats], n: int = 5) -> list[tuple[str, int]]:
+    """The `n` commonest reasons records were dropped (rejected or unreadable), over all `stats`."""
+    counts: dict[str, int] = {}
+    for s in stats:
+        for d in (s.rejected, s.unreadable):
+            for reason, k in d.items():
+                counts[reason] = counts.get(reason, 0) + int(k)
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+def nothing_kept_line(stats: list[StageStats], n: int = 5) -> str | None:
+    """When the last of `stats` (stages in the order they ran) kept no document: one line saying so,
+    with the input count of the first and the top reasons of all; None when something was kept."""
+    if not stats or stats[-1].records_out:
+        return None
+    records_in = stats[0].records_in
+    reasons = top_reasons(stats, n)
+    if not records_in:
+        why = "the input holds no records"
+    elif reasons:
+        why = "top reasons: " + ", ".join(f"{r} {k}" for r, k in reasons)
+    else:
+        why = "no stage recorded a reason"
+    return f"nothing was kept: 0 of {records_in} documents; {why}"
+
+
+def load_chain(data_dir: str, upto: str, order: tuple[str, ...] = CORPUS_STAGES) -> list[StageStats]:
+    """The stats files of the stages before `upto` (in `order`) that exist, then `upto`'s own."""
+    out = []
+    for stage in order[:order.index(upto) + 1] if upto in order else (upto,):
+        try:
+            out.append(load_stats(data_dir, stage))
+        except (OSError, ValueError, TypeError):
+            continue
+    return out

@@ -225,7 +225,7 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     rows = table.append_column("exact_hash", pa.array(hashes, pa.string()))
     for name, values in zip((*STATUS_COLUMNS, "minhash_cluster"), (status, reason, detail, duplicate_of, cluster)):
         rows = rows.append_column(name, pa.array(values, pa.string()))
-    kept_mask = pa.array([s == KEPT for s in status])
+    kept_mask = pa.array([s == KEPT for s in status], pa.bool_())  # typed: an empty input is a valid input
     kept = rows.filter(kept_mask).drop_columns(list(STATUS_COLUMNS))
     dropped = rows.filter(pc.invert(kept_mask))
 
