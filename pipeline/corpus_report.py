@@ -5,9 +5,9 @@
 
 Read with polars from the stage outputs (Parquet) and ``stats/<stage>.json``, nothing recomputed:
 
-- the funnel per stage (records in, out, rejected, unreadable, wall time: stats) and per stage and source
-  (counted in the Parquet: a stage's output folder and ``rejected/stage=<stage>/``), with every reason and
-  its count per source;
+- the funnel per stage (records in, out, rejected, unreadable, wall time: stats), per stage and source
+  and per stage and language (counted in the Parquet: a stage's output folder and
+  ``rejected/stage=<stage>/``), with every reason and its count per source;
 - score distributions: ``quality_ft`` and ``perplexity`` per language and source (``scored/``), with the
   head / middle / tail cut-offs and the percentiles of ``stats/score.json``;
 - duplicate clusters: the sizes of the groups that dedup collapsed (a survivor and the documents whose
@@ -120,6 +120,46 @@ def source_funnel(data: Path, stats: dict[str, dict]) -> pl.DataFrame:
     df = pl.concat(frames)
     df = df.with_columns(pl.col("stage").replace_strict(order, default=99).alias("_o"))
     return df.sort("_o", "source").drop("_o")
+
+
+LANG_STAGES = ("clean", "score", "dedup", "decontaminate")  # the stages whose rows carry `lang`
+NO_LANG = "-"  # a row without a language: the identifier gave none (or the clean stage dropped it first)
+
+
+def language_funnel(data: Path, stats: dict[str, dict]) -> pl.DataFrame:
+    """Per stage (from clean on, where documents have a language) and language: records in, out, rejected,
+    unreadable (counted in the Parquet), then tokenize's documents per language (its fertility report)."""
+    empty = {"stage": pl.String, "lang": pl.String, "records_in": pl.Int64, "records_out": pl.Int64,
+             "rejected": pl.Int64, "unreadable": pl.Int64}
+    frames = []
+    for stage in (s for s in LANG_STAGES if s in stats):
+        df = read_columns(data / STAGES[stage], ["lang"])
+        out = (df.group_by("lang").agg(pl.len().cast(pl.Int64).alias("records_out")) if df is not None and
+               "lang" in df.columns else pl.DataFrame(schema={"lang": pl.String, "records_out": pl.Int64}))
+        rej = rejected(data, stage, ["lang", "status"])
+        if rej is not None and rej.height and "lang" in rej.columns:
+            dropped = rej.group_by("lang").agg(
+                (pl.col("status") != "unreadable").sum().cast(pl.Int64).alias("rejected"),
+                (pl.col("status") == "unreadable").sum().cast(pl.Int64).alias("unreadable"))
+        else:
+            dropped = pl.DataFrame(schema={"lang": pl.String, "rejected": pl.Int64, "unreadable": pl.Int64})
+        f = (out.join(dropped, on="lang", how="full", coalesce=True).fill_null(0)
+             .with_columns(pl.col("lang").fill_null(NO_LANG)).group_by("lang").sum())
+        frames.append(f.with_columns(pl.lit(stage).alias("stage"),
+                                     (pl.col("records_out") + pl.col("rejected") + pl.col("unreadable"))
+                                     .alias("records_in")).select(list(empty)))
+    rows = (((stats.get("tokenize") or {}).get("extra") or {}).get("fertility") or [])
+    rows = [r for r in rows if r.get("lang") != "*"]
+    if rows:
+        n = [int(r["documents"]) for r in rows]
+        frames.append(pl.DataFrame({"stage": ["tokenize"] * len(rows), "lang": [r["lang"] for r in rows],
+                                    "records_in": n, "records_out": n, "rejected": [0] * len(rows),
+                                    "unreadable": [0] * len(rows)}, schema=empty))
+    if not frames:
+        return pl.DataFrame(schema=empty)
+    order = {s: i for i, s in enumerate(STAGES)}
+    df = pl.concat(frames).with_columns(pl.col("stage").replace_strict(order, default=99).alias("_o"))
+    return df.sort(["_o", "records_in", "lang"], descending=[False, True, False]).drop("_o")
 
 
 def reason_counts(data: Path, stats: dict[str, dict]) -> pl.DataFrame:
@@ -340,6 +380,18 @@ def _stage_table(stats: dict[str, dict]) -> str:
                                    "wall s"], rows, {1, 2, 3, 4, 5, 6})
 
 
+def _language_section(funnel: pl.DataFrame) -> str:
+    if not funnel.height:
+        return '<p class="muted" id="languages-none">No stage with languages has run (clean sets them).</p>'
+    rows = [[r["stage"], r["lang"], r["records_in"], r["records_out"], r["rejected"], r["unreadable"]]
+            for r in funnel.iter_rows(named=True)]
+    return ('<p class="muted">The language each document was identified as (clean\'s <code>lang</code>; '
+            f"<code>{NO_LANG}</code>: none), counted in the Parquet; tokenize: documents per language of its "
+            "fertility report.</p>"
+            + _table("language-funnel", ["stage", "language", "records in", "records out", "rejected", "unreadable"],
+                     rows, {2, 3, 4, 5}))
+
+
 def _reason_table(reasons: pl.DataFrame) -> str:
     if not reasons.height:
         return '<p class="muted" id="reasons-none">No record was rejected.</p>'
@@ -469,6 +521,7 @@ def build_page(data: Path, n_samples: int = 3) -> str:
               "rejected/stage=&lt;stage&gt;/.</p>",
               _table("source-funnel", ["stage", "source", "records in", "records out", "rejected", "unreadable"],
                      rows, {2, 3, 4, 5}),
+              '<h2 id="languages-h">Funnel per stage and language</h2>', _language_section(language_funnel(data, stats)),
               '<h2 id="reasons-h">Every reason, with counts per source</h2>', _reason_table(reasons),
               '<h2 id="scores-h">Score distributions</h2>',
               '<p class="muted">quality_ft: fastText probability of reference-quality text; perplexity: KenLM, '

@@ -91,18 +91,20 @@ def sample_bucket(s3_server):
     files = {f"crawl/{p.name}": p for p in sample.glob("*.warc.gz")}
     files.update({f"dumps/{p.name}": p for p in (sample / "jsonl").glob("*.json.gz")})
     files.update({f"books/{p.name}": p for p in (sample / "books").glob("*.jsonl.gz")})
+    files.update({f"zh/{p.name}": p for p in (sample / "zh").glob("*.jsonl.gz")})
     s3_server.upload("sample", files)
     return s3_server
 
 
 def sample_config(path: Path, web: str, cc: str, extra: str = "", books: str | None = None) -> Path:
-    """examples/sample.yaml with its sources at other paths (books: the web path's folder's
-    `../books/*.jsonl.gz` unless given; `extra` inserted in `extract:`)."""
+    """examples/sample.yaml with its sources at other paths (books and zh: the web path's folder's
+    `../books/*.jsonl.gz` and `../zh/*.jsonl.gz` unless given; `extra` inserted in `extract:`)."""
     text = (Path(__file__).resolve().parents[1] / "examples" / "sample.yaml").read_text()
     text = text.replace('paths: ["examples/sample/*.warc.gz"]', f'paths: ["{web}"]')
     text = text.replace('paths: ["examples/sample/jsonl/*.json.gz"]', f'paths: ["{cc}"]')
     books = books or web.rsplit("/", 2)[0] + "/books/*.jsonl.gz"
     text = text.replace('paths: ["examples/sample/books/*.jsonl.gz"]', f'paths: ["{books}"]')
+    text = text.replace('paths: ["examples/sample/zh/*.jsonl.gz"]', f'paths: ["{web.rsplit("/", 2)[0]}/zh/*.jsonl.gz"]')
     assert text.count("examples/sample") == 0, "a source of examples/sample.yaml was not moved"
     if extra:
         text = text.replace("extract:\n", f"extract:\n{extra}", 1)

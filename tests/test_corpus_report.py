@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from browser import chromium, decode_png, embedded_images
-from pipeline.corpus_report import duplicate_clusters, main, source_funnel, write_report
+from pipeline.corpus_report import duplicate_clusters, language_funnel, main, source_funnel, write_report
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -48,6 +48,17 @@ def test_report_of_the_sample_corpus(sample_local_run, tmp_path):
     for src in {r["source"] for r in kept}:
         assert per.filter((per["stage"] == "dedup") & (per["source"] == src))["records_out"].item() == \
             sum(r["source"] == src for r in kept)
+    # Per language (the bilingual sample: English and Chinese): the same totals, and the page's table is it.
+    langs = language_funnel(data, stats)
+    for s in ("clean", "score", "dedup"):
+        part = langs.filter(langs["stage"] == s)
+        assert part["records_out"].sum() == stats[s]["records_out"], (s, part)
+        assert part["records_in"].sum() == stats[s]["records_in"], (s, part)
+    zh_kept = sum(r["lang"] == "zh" for r in kept)
+    assert zh_kept >= 40 and langs.filter((langs["stage"] == "dedup") & (langs["lang"] == "zh"))["records_out"].item() \
+        == zh_kept
+    page_langs = {(r[0], r[1]): int(r[3].replace(",", "")) for r in _table_rows(text, "language-funnel")}
+    assert page_langs[("dedup", "zh")] == zh_kept and page_langs[("dedup", "en")] == sum(r["lang"] == "en" for r in kept)
     # Every reason of every stage, with its total.
     reasons = {(r[0], r[1]): int(r[3].replace(",", "")) for r in _table_rows(text, "reasons")}
     for s, st in stats.items():
