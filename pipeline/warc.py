@@ -3,7 +3,10 @@
 Three layers:
   _Source  raw file -> decompressed chunks. Gzip members are chained as one continuous stream (so
            whole-file gzip and members split at odd places both work); a corrupt or truncated member
-           puts up a *barrier*: reads stop short there until the parser calls `resume()`.
+           puts up a *barrier*: reads stop short there until the parser calls `resume()`. A member's
+           output is held until its CRC checks (up to _MEMBER_HOLD bytes: one record per member, the
+           usual layout), so a corrupt member yields nothing and the reader resynchronises on the
+           next member after its first byte.
   _Stream  a small buffer over _Source: readline/read/skip/peek/unread, with the decompressed offset.
   iter_records  the record parser: WARC headers (or ARC header lines), the HTTP head, the body.
            After a bad record it resynchronises on the next `WARC/1.` line (or ARC header line).
@@ -34,6 +37,7 @@ YIELDED_TYPES = frozenset({"response", "resource", "conversion"})
 _RAW_CHUNK = 1 << 16        # compressed bytes read per call
 _OUT_CHUNK = 1 << 20        # most decompressed bytes produced per call (bounds memory on gzip bombs)
 _MAX_HEADER_BYTES = 1 << 16  # a WARC or HTTP head larger than this is not a head
+_MEMBER_HOLD = 8 << 20     # a member's output is held until its CRC checks, up to this many bytes
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _PADDING = b"\x00\r\n\t "
 
@@ -74,6 +78,9 @@ class _Source:
         self.members: list[tuple[int, int]] = []  # (decompressed start, file offset) of each member
         self._raw = b""            # input not yet handed to the decompressor
         self._d = None             # zlib decompressobj of the current gzip member
+        self._held: list[bytes] = []  # its output so far, not handed out until the member checks
+        self._held_n = 0
+        self._member_raw: bytearray | None = None  # its compressed bytes so far (None: streaming)
         self._resyncing = False    # after an error, stay quiet until a member decodes again
         self.error: tuple[str, str] | None = None  # pending barrier
         self.eof = False
@@ -116,32 +123,57 @@ class _Source:
             if not self._raw:
                 self._raw = self._read_raw()
                 if not self._raw:
-                    if self._d is not None:  # EOF inside a member
+                    if self._d is not None:  # EOF inside a member: an unchecked member gives nothing
                         self._d = None
                         self._fail("truncated_gzip", "file ends inside a gzip member")
+                        self.eof = True
+                        return b"" if self._member_raw is not None else self._release()
                     self.eof = True
                     break
-            if self._d is None and not self._start_member():
-                break
+            if self._d is None:
+                if not self._start_member():
+                    break
+                self._held, self._held_n, self._member_raw = [], 0, bytearray()
             data, self._raw = self._raw, b""
             try:
                 out = self._d.decompress(data, _OUT_CHUNK)
             except zlib.error as e:
-                # Drop this member; the next one may start anywhere after its first byte.
+                # Drop this member (and what it gave, if held); the next may start after its first byte.
                 self._d = None
-                self._raw = data[1:]
+                self._raw = bytes(self._member_raw + data)[1:] if self._member_raw is not None else data[1:]
+                self._held, self._held_n, self._member_raw = [], 0, None
                 self._fail("corrupt_gzip", f"gzip: {e}")
                 continue
-            if self._d.eof:
-                self._raw = self._d.unused_data
-                self._d = None
-            else:
-                self._raw = self._d.unconsumed_tail
+            done = self._d.eof
+            self._raw = self._d.unused_data if done else self._d.unconsumed_tail
+            if self._member_raw is None:  # streaming a big member: hand out as it comes
+                if done:
+                    self._d = None
+                if out:
+                    self._resyncing = False
+                    self.produced += len(out)
+                    return out
+                continue
+            self._member_raw += data[:len(data) - len(self._raw)]
             if out:
+                self._held.append(out)
+                self._held_n += len(out)
+            if done:  # the CRC and length checked: the member's output is sound
+                self._d = None
                 self._resyncing = False
-                self.produced += len(out)
-                return out
+                got = self._release()
+                if got:
+                    return got
+            elif self._held_n > _MEMBER_HOLD or len(self._member_raw) > _MEMBER_HOLD:
+                return self._release()  # too big to hold (whole-file gzip): stream the rest
         return b""
+
+    def _release(self) -> bytes:
+        """Hand out the current member's held output; from here on the member streams."""
+        out = b"".join(self._held)
+        self._held, self._held_n, self._member_raw = [], 0, None
+        self.produced += len(out)
+        return out
 
     def _starts_record(self) -> bool:
         """Does the gzip member at the head of self._raw begin with a WARC record?"""
