@@ -163,3 +163,29 @@ def test_paraphrases_removed_unrelated_kept_best_survives(spark, model):
                                             SemanticDedupConfig(enabled=True, scope="source", model=model))
     assert {r["id"]: r["duplicate_of"] for r in by_source.filter("status = 'rejected'").collect()} == \
         {_id(paras[0]): _id(p0)}
+
+
+def test_reference_text_is_found_from_the_spark_submit_zip(tmp_path):
+    """Under spark-submit the driver imports pipeline/ from build/pipeline.zip (issue: NotADirectoryError on
+    every `make clean-dedup` with semantic dedup): the reference text is found above the zip."""
+    import subprocess
+    import sys
+    import zipfile
+
+    build = REPO / "build" / f"test-zip-{tmp_path.name}"
+    build.mkdir(parents=True, exist_ok=True)
+    archive = build / "pipeline.zip"
+    try:
+        with zipfile.ZipFile(archive, "w") as z:
+            for p in sorted((REPO / "pipeline").rglob("*.py")):
+                z.write(p, p.relative_to(REPO))
+        code = ("import pipeline.dedup.static_model as m; assert '.zip' in m.__file__, m.__file__; "
+                "print(m.reference_text()); print(len(m.reference_windows()))")
+        out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                             env={"PYTHONPATH": str(archive), "PATH": "/usr/bin:/bin"})
+        assert out.returncode == 0, out.stderr[-2000:]
+        path, n = out.stdout.split()
+        assert path == str(REPO / "quality_models" / "data" / "wikitext-2-valid.txt") and int(n) > 100
+    finally:
+        archive.unlink(missing_ok=True)
+        build.rmdir()

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 NAME = "all-MiniLM-L6-v2-static-pca256"  # change it when the recipe below changes
 PCA_DIMS = 256
 CENTER = "center.npy"
-REFERENCE_TEXT = Path(__file__).resolve().parents[2] / "quality_models" / "data" / "wikitext-2-valid.txt"
+REFERENCE_TEXT = Path("quality_models") / "data" / "wikitext-2-valid.txt"  # in the checkout
 _LOCK = threading.Lock()
 
 
@@ -88,8 +88,18 @@ def ensure_static_model(cache_dir: str | os.PathLike | None = None, source: str 
     return target
 
 
+def reference_text() -> Path:
+    """The checkout's reference text, found above this file: under spark-submit this file is inside
+    build/pipeline.zip, whose parents hold no quality_models/ until the checkout's root."""
+    for d in Path(__file__).resolve().parents:
+        if (d / REFERENCE_TEXT).is_file():
+            return d / REFERENCE_TEXT
+    raise FileNotFoundError(f"{REFERENCE_TEXT} is not in any folder above {__file__}: semantic dedup's static "
+                            "model is built from a Glassbox checkout (or give dedup.semantic.static_dir)")
+
+
 def reference_windows(window: int = 200) -> list[str]:
-    words = REFERENCE_TEXT.read_text(encoding="utf-8").split()
+    words = reference_text().read_text(encoding="utf-8").split()
     return [" ".join(words[i:i + window]) for i in range(0, len(words) - window + 1, window)]
 
 
