@@ -24,7 +24,7 @@ def test_minimal_config_resolves_files(tmp_path):
 
 def test_bundled_sample_config_is_valid():
     cfg = load_config(REPO / "examples" / "sample.yaml", base=REPO)
-    assert set(cfg.sources) == {"web", "cc", "books"}
+    assert set(cfg.sources) == {"web", "cc", "books", "zh"}
     assert all(src.files for src in cfg.sources.values())
 
 

@@ -74,10 +74,12 @@ def test_report_of_the_sample_corpus(sample_local_run, tmp_path):
     # Samples: up to 3 documents per reason, the first by id, with their text where they had some.
     heads = re.findall(r'<h3 class="sample-reason">(.*?): (.*?)</h3>', text)
     assert set(heads) == set(reasons)
-    lang = sorted(r["id"] for r in _rows(data / "rejected" / "stage=clean") if r["reason"] == "lang_not_allowed")
+    lang = sorted((r["id"], bool(r["text"])) for r in _rows(data / "rejected" / "stage=clean")
+                  if r["reason"] == "lang_not_allowed")
     block = text.split('<h3 class="sample-reason">clean: lang_not_allowed</h3>')[1].split("<h3")[0]
-    assert re.findall(r'<div class="sample"><div><code>([0-9a-f]+)</code>', block) == lang[:3]
-    assert block.count('<pre class="doc">') == min(3, len(lang))
+    assert re.findall(r'<div class="sample"><div><code>([0-9a-f]+)</code>', block) == [i for i, _ in lang[:3]]
+    assert block.count('<pre class="doc">') == sum(has for _, has in lang[:3])
+    assert block.count("(no text: dropped before extraction)") == sum(not has for _, has in lang[:3])
     # Drawn: the funnel and the score histograms, real images.
     imgs = dict(embedded_images(text))
     assert set(imgs) == {"funnel", "scores"}
