@@ -20,6 +20,7 @@ DATA ?= data/sample
 
 LID_MODEL := models/lid.176.ftz
 PY_FILES := build/pipeline.zip
+CHROMIUM := /usr/bin/chromium
 # Executors run the project's interpreter; on a multi-node cluster see README ("Running on a cluster").
 SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR)
 # Local runs keep the driver and its web UI on loopback; a cluster master needs the real address.
@@ -37,6 +38,8 @@ QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample
 .PHONY: setup demo test test-fast spark-submit-command clean-dedup bench bench-e2e bench-peers bench-dedup clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
 setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN) build/spark-classes.done
+	@test -x $(CHROMIUM) || command -v chromium >/dev/null 2>&1 || scripts/install_chromium.sh \
+	  || echo "note: no chromium (the report tests render their pages in it); as root: scripts/install_chromium.sh"
 
 # torch first, from the CPU wheel; then the project without build isolation, so that deepspeed,
 # fasttext and kenlm build against what is already here instead of pulling a CUDA torch.
@@ -171,7 +174,7 @@ demo: setup
 	@echo "  $(RUN)/report.html               loss curves, diagnosis and telemetry on one page"
 
 test: setup
-	$(SPARK_ENV) $(PY) -m pytest -q
+	$(SPARK_ENV) $(PY) -m pytest -q --durations=15
 
 test-fast: setup
 	$(PY) -m pytest -q -m "not spark and not slow"
@@ -291,12 +294,8 @@ serve: setup
 #   make diagnose RUN=runs/<name>                        -> the findings table
 # RUN and COMPARE may be any trainer's record: a run directory, a Hugging Face trainer_state.json (or its output
 # directory), TensorBoard event files, a CSV or JSON-lines file of rows (train/record/formats.py).
-# The report test renders the page in headless Chromium (Debian's chromium, installed by `make test` as root).
+# The report tests render the page in headless Chromium (Debian's chromium, installed by `make setup` as root).
 COMPARE ?=
-CHROMIUM := /usr/bin/chromium
-test: $(CHROMIUM)   # the report test renders in it; the demo does not need it
-$(CHROMIUM):
-	scripts/install_chromium.sh
 
 .PHONY: report diagnose corpus-report
 report: setup

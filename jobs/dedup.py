@@ -24,9 +24,10 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipeline.dedup.marks import apply_marks, combine, marks
-from pipeline.dedup.near import FP_COLUMNS, fingerprint_rows, near_status_marks
+from pipeline.dedup.fingerprint import FP_COLUMNS
+from pipeline.dedup.near import fingerprint_rows, near_status_marks
 from pipeline.dedup.local import dedup_files, input_text_bytes
-from pipeline.schema import KEPT
+from pipeline.rows import EXACT_DUPLICATE, KEPT, SEMANTIC_DUPLICATE
 from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
 from pipeline.stats import StageStats
 from pipeline.units import parquet_files
@@ -95,10 +96,10 @@ def run(spark, cfg, data_dir: str):
             if near is not None:
                 live = live.join(near.where(F.col("duplicate_of").isNotNull()).select("id"), "id", "left_anti")
             sem_rows, info["semantic"] = mark_semantic_duplicates(spark, live.drop(*FP_COLUMNS), sem_cfg)
-            semantic = marks(sem_rows.where(F.col("status") != KEPT), "semantic_duplicate", F.col("detail"),
+            semantic = marks(sem_rows.where(F.col("status") != KEPT), SEMANTIC_DUPLICATE, F.col("detail"),
                              F.col("duplicate_of"))
         table = combine(
-            marks(exact, "exact_duplicate", F.concat(F.lit("duplicate of "), F.col("duplicate_of")),
+            marks(exact, EXACT_DUPLICATE, F.concat(F.lit("duplicate of "), F.col("duplicate_of")),
                   F.col("duplicate_of")) if exact is not None else None,
             near_status_marks(near) if near is not None else None,
             semantic)

@@ -14,7 +14,8 @@ import time
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from pipeline.batches import SCORE_COLUMNS, STATUS_COLUMNS, decide_score_partition, score_partition
+from pipeline.batches import SCORE_COLUMNS, decide_score_partition, score_partition
+from pipeline.rows import STATUS_COLUMNS
 from pipeline.runner import Runner, StageSpec, fingerprint, path_identity
 from pipeline.score_distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, distributions_of_files
 from pipeline.units import parquet_files, parquet_unit

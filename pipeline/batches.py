@@ -11,15 +11,13 @@ from typing import Callable, Iterator
 
 import pyarrow as pa
 
-from pipeline.schema import ROW_KEYS
+from pipeline.rows import ROW_KEYS, STATUS_COLUMNS
 from pipeline.sources import read_source_file
 
-# One row per record seen by the extract stage (see pipeline.schema.ROW_KEYS).
+# One row per record seen by the extract stage (see pipeline.rows.ROW_KEYS).
 _EXTRACT_TYPES = {"http_status": pa.int32(), "payload_bytes": pa.int64()}
 EXTRACT_ARROW = pa.schema([(k, _EXTRACT_TYPES.get(k, pa.string())) for k in ROW_KEYS])
 
-# Bookkeeping columns a stage adds to every row and drops from its kept documents.
-STATUS_COLUMNS = ("status", "reason", "detail")
 ROWS_PER_BATCH = 128
 
 

@@ -35,10 +35,12 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from pipeline.rows import DUPLICATE_REASONS
+
 # stage -> its output folder, in the pipeline's order
 STAGES = {"extract": "extracted", "clean": "cleaned", "score": "scored", "dedup": "dedup",
           "decontaminate": "decontaminated", "tokenize": "tokenized"}
-DUP_REASONS = ("exact_duplicate", "near_duplicate", "semantic_duplicate")
+DUP_REASONS = DUPLICATE_REASONS
 SNIPPET_CHARS = 400
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 

@@ -12,7 +12,7 @@ from typing import Iterator
 
 from pipeline.charset import decode_html, looks_binary
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.rows import KEPT, REJECTED, UNREADABLE, make_row
 from pipeline.settings import ExtractConfig
 from pipeline.storage import basename, open_input
 from pipeline.warc import Record, Unreadable, iter_records

@@ -57,7 +57,7 @@ class MixConfig:
     total_tokens: int | None = None
     max_epochs: float = DEFAULT_MAX_EPOCHS
     warnings: list[str] = field(default_factory=list)
-    reweight: Any = None               # pipeline.reweight.ReweightParams (the mix file's reweight: section)
+    reweight: Any = None               # ReweightParams (the mix file's reweight: section)
 
     def normalized(self) -> dict[str, float]:
         s = sum(self.weights.values())
@@ -108,8 +108,6 @@ def parse_mix(raw: Any, name: str) -> MixConfig:
                         {"gt": 0, "why": "e.g. 4: a source's tokens repeat at most 4 times"})
     except ConfigError as e:
         raise MixError(str(e)) from None
-    from pipeline.reweight import parse_params          # (it imports this module)
-
     cfg = MixConfig(name=name, weights=weights, max_seq_len=seq, seed=seed,
                     total_tokens=parse_tokens("total_tokens", raw.get("total_tokens")), max_epochs=float(epochs),
                     reweight=parse_params(raw.get("reweight")))
@@ -155,6 +153,47 @@ def check_tokens(mix: MixConfig, counts: dict, where: str) -> None:
     empty = sorted(k for k in mix.weights if k in counts.get("sources", {}) and int(counts["sources"][k]["tokens"]) <= 0)
     if empty:
         raise MixError(f"dataset_mix.{empty[0]}: source {empty[0]!r} has no tokens in {where}; drop it from the mix")
+
+
+# --- the reweight: section (pipeline/reweight.py applies it) --------------------------------------------
+
+DEFAULTS = {"step_size": 1.0, "smoothing": 0.1, "min_weight": 0.02}
+
+
+@dataclass
+class ReweightParams:
+    step_size: float = DEFAULTS["step_size"]
+    smoothing: float = DEFAULTS["smoothing"]
+    min_weight: float = DEFAULTS["min_weight"]
+
+    def as_dict(self) -> dict:
+        return {"min_weight": self.min_weight, "smoothing": self.smoothing, "step_size": self.step_size}
+
+
+def parse_params(raw: Any, where: str = "reweight") -> ReweightParams:
+    """The mix file's ``reweight:`` section (absent: the defaults); errors name the key."""
+    if raw is None:
+        return ReweightParams()
+    if not isinstance(raw, dict):
+        raise MixError(f"{where}: expected a mapping such as {{step_size: 1.0, smoothing: 0.1, min_weight: 0.02}}")
+    for k in raw:
+        if k not in DEFAULTS:
+            raise MixError(f"{where}.{k}: unknown key. Known keys: {', '.join(DEFAULTS)}")
+    vals = {}
+    for k, default in DEFAULTS.items():
+        v = raw.get(k, default)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise MixError(f"{where}.{k}: expected a number, got {v!r}")
+        vals[k] = float(v)
+    if vals["step_size"] <= 0:
+        raise MixError(f"{where}.step_size: must be > 0 (how far one update moves the weights), got "
+                       f"{vals['step_size']:g}")
+    if not 0 <= vals["smoothing"] < 1:
+        raise MixError(f"{where}.smoothing: must be in [0, 1) (the share pulled toward uniform), got "
+                       f"{vals['smoothing']:g}")
+    if not 0 <= vals["min_weight"] < 1:
+        raise MixError(f"{where}.min_weight: must be in [0, 1), got {vals['min_weight']:g}")
+    return ReweightParams(**vals)
 
 
 # --- the plan ----------------------------------------------------------------------------------------

@@ -38,54 +38,17 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from glassbox.contracts import manifest_content_hash
-from pipeline.mixture import MixConfig, MixError, build_manifest, check_sources
+from pipeline.mixture import (DEFAULTS, MixConfig, MixError, ReweightParams, build_manifest,  # noqa: F401
+                              check_sources, parse_params)
 
 RULE = "multiplicative update on per-source excess validation loss (DoReMi-style), smoothed, with a floor"
 FORMULA = ("excess_i = max(L_i - R_i, 0) with a reference run, else L_i - min_j L_j; "
            "w_i <- w_i * exp(step_size * excess_i), normalised; w_i <- (1 - smoothing) * w_i + smoothing / k; "
            "w_i >= min_weight (the others scaled to fill the rest)")
-DEFAULTS = {"step_size": 1.0, "smoothing": 0.1, "min_weight": 0.02}
 DECIMALS = 10
 _VERSION_FILE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)\.v(?P<k>\d+)\.json$")
-
-
-@dataclass
-class ReweightParams:
-    step_size: float = DEFAULTS["step_size"]
-    smoothing: float = DEFAULTS["smoothing"]
-    min_weight: float = DEFAULTS["min_weight"]
-
-    def as_dict(self) -> dict:
-        return {"min_weight": self.min_weight, "smoothing": self.smoothing, "step_size": self.step_size}
-
-
-def parse_params(raw: Any, where: str = "reweight") -> ReweightParams:
-    """The mix file's ``reweight:`` section (absent: the defaults); errors name the key."""
-    if raw is None:
-        return ReweightParams()
-    if not isinstance(raw, dict):
-        raise MixError(f"{where}: expected a mapping such as {{step_size: 1.0, smoothing: 0.1, min_weight: 0.02}}")
-    for k in raw:
-        if k not in DEFAULTS:
-            raise MixError(f"{where}.{k}: unknown key. Known keys: {', '.join(DEFAULTS)}")
-    vals = {}
-    for k, default in DEFAULTS.items():
-        v = raw.get(k, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise MixError(f"{where}.{k}: expected a number, got {v!r}")
-        vals[k] = float(v)
-    if vals["step_size"] <= 0:
-        raise MixError(f"{where}.step_size: must be > 0 (how far one update moves the weights), got "
-                       f"{vals['step_size']:g}")
-    if not 0 <= vals["smoothing"] < 1:
-        raise MixError(f"{where}.smoothing: must be in [0, 1) (the share pulled toward uniform), got "
-                       f"{vals['smoothing']:g}")
-    if not 0 <= vals["min_weight"] < 1:
-        raise MixError(f"{where}.min_weight: must be in [0, 1), got {vals['min_weight']:g}")
-    return ReweightParams(**vals)
 
 
 # --- the evidence --------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import zlib
 from typing import Iterator
 
 from pipeline.ids import doc_id
-from pipeline.schema import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.rows import KEPT, REJECTED, UNREADABLE, make_row
 from pipeline.storage import open_input
 
 GZIP_MAGIC = b"\x1f\x8b"

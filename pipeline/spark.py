@@ -12,7 +12,7 @@ from pyspark import SparkConf, StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from pipeline.schema import KEPT, UNREADABLE
+from pipeline.rows import KEPT, UNREADABLE
 from pipeline.stats import AccountingError, StageStats
 
 # Settings every run gets; a config's `spark:` section and spark-submit --conf override them.

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.schema import local_path
+from pipeline.rows import local_path
 
 # Object stores read through fsspec, and the package that implements each (installed on demand).
 STORE_PACKAGES = {"s3": "s3fs", "s3a": "s3fs", "gs": "gcsfs", "gcs": "gcsfs"}

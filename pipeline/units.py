@@ -21,9 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.schema import KEPT, UNREADABLE
+from pipeline.rows import BOOKKEEPING_COLUMNS, KEPT, UNREADABLE
 
-STATUS_COLUMNS = ("status", "reason", "detail", "duplicate_of")
 WRITE_ROWS = 2048          # rows buffered per Parquet row group
 WRITE_BYTES = 32 << 20     # ... or this many bytes, whichever comes first
 READ_ROWS = 512            # rows per Arrow batch read from a Parquet unit
@@ -121,7 +120,7 @@ def run_unit(unit: dict, batches: Iterator[pa.RecordBatch], out_schema: pa.Schem
     t0 = time.time()
     name = unit["name"]
     has_status = "status" in out_schema.names
-    kept_schema = pa.schema([f for f in out_schema if f.name not in STATUS_COLUMNS])
+    kept_schema = pa.schema([f for f in out_schema if f.name not in BOOKKEEPING_COLUMNS])
     kept = _Sink(os.path.join(dirs.out, name + ".parquet"), dirs.tmp, kept_schema, always=True)
     dropped = _Sink(os.path.join(dirs.rejected, name + ".parquet"), dirs.tmp, out_schema, always=False)
     reasons: dict[tuple[str, str], int] = {}

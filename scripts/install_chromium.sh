@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Debian's chromium for the report test (tests/test_report.py renders the page headless).
 #
-#   scripts/install_chromium.sh        (through `make test`, which wants /usr/bin/chromium)
+#   scripts/install_chromium.sh        (through `make setup`; the report tests want /usr/bin/chromium)
 #
 # Installs with apt-get when run as root; otherwise says what to install and fails, as a missing browser
 # fails the report test. Nothing happens when a chromium is already on the PATH.

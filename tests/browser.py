@@ -1,4 +1,4 @@
-"""Headless Chromium for the report tests (Debian's chromium, installed by `make test` as root), and PNG
+"""Headless Chromium for the report tests (Debian's chromium, installed by `make setup` as root), and PNG
 decoding for the charts the pages embed."""
 from __future__ import annotations
 

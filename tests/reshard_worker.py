@@ -39,7 +39,7 @@ def main(argv):
     engine, _, topo, group = build_engine(cfg, mcfg)
     if mode == "roundtrip":
         from train import checkpoint, reshard
-        from train.export.weights import meta_model, partition_dims
+        from train.checkpoint import meta_model, partition_dims
 
         run, step, out = Path(rest[0]), int(rest[1]), Path(rest[2])
         layout = reshard.layout_now(cfg)

@@ -17,7 +17,7 @@ import trafilatura
 from conftest import SHARED_DATA, SHARED_SKIP
 from pipeline.charset import decode_html
 from pipeline.extract import ExtractConfig, ExtractionTimeout, extract_file, extract_html
-from pipeline.schema import ROW_KEYS
+from pipeline.rows import ROW_KEYS
 
 SHARED = SHARED_DATA
 AEB = SHARED / "extraction" / "aeb"

@@ -17,7 +17,8 @@ from record_fixtures import write_run
 from test_diagnose import inject_memorization, inject_overfitting
 from train.record.diagnose import assess_run, diagnose
 from train.record.formats import TB_DEFAULTS, parse_tags, read_any
-from train.record.load import RecordError, read_run
+from train.record.formats import read_run
+from train.record.load import RecordError
 from train.record.report import build_report
 from train.record.tfevents import masked_crc, read_scalars
 from train_fixtures import REPO, TEXT, launch, make_dataset

@@ -136,7 +136,7 @@ def test_summary_and_diagnosis_read_the_runs_plan(tmp_path):
     from train.config import load_config
     from train.plan import resolve
     from train.record.diagnose import DiagnoseConfig, assess_run, with_run_spike_settings
-    from train.record.load import read_run
+    from train.record.formats import read_run
     from train.record.report import _fmt_count, summary
 
     cfg = load_config(REPO / "train" / "configs" / "tiny.yaml", ["train.spike_window=20", "train.spike_loss_z=4.5"])

@@ -4,8 +4,8 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.schema import KEPT, REJECTED, UNREADABLE
-from pipeline.schema import ROW_KEYS
+from pipeline.rows import KEPT, REJECTED, UNREADABLE
+from pipeline.rows import ROW_KEYS
 from pipeline.sources import read_jsonl, read_parquet, read_text
 
 

@@ -222,7 +222,7 @@ def test_diagnosis_calls_the_same_steps_spikes_as_the_live_monitor(setup, skippe
     """One rule, live and afterwards: the diagnosis replays the run's curve through the trainer's detector with
     the run's own settings, so its spike findings are exactly the steps the monitor skipped."""
     from train.record.diagnose import assess_run
-    from train.record.load import read_run
+    from train.record.formats import read_run
 
     root = setup[0]
     rows = _rows(root / "skip" / "metrics.jsonl")

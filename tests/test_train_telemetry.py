@@ -142,7 +142,7 @@ def test_leakage_report_counts_exact_copies(shared):
 def test_end_of_run_diagnosis_is_written(shared):
     """The trainer's closing diagnosis is the reader's diagnosis of the finished record, written and printed."""
     from train.record.diagnose import assess_run
-    from train.record.load import read_run
+    from train.record.formats import read_run
 
     _, run, stdout, _, _ = shared
     diag = json.loads((run / "diagnosis.json").read_text())

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import torch
 
+from train.model import Llama, ModelConfig
+
 COMPLETE = "complete.json"
 
 
@@ -118,3 +120,30 @@ def load_llama_state_dict(ckpt_dir: str | Path, n_layers: int) -> dict[str, torc
 
 def layer_names_for(n_layers: int) -> list[str]:
     return ["embed"] + [f"layers.{i}" for i in range(n_layers)] + ["head"]
+
+
+# --- the layout of a checkpoint's module weights (read by reshard, export and the trainer itself) ------
+
+LAYER_FILE = re.compile(r"layer_(\d+)(?:-model_(\d+))?-model_states\.pt")  # global layer, tensor rank
+VOCAB_ROWS = ("embed.embed_tokens.weight", "head.lm_head.weight")  # padded to a multiple of the split
+
+
+def layer_files(ckpt_dir: Path) -> dict[int, dict[int, Path]]:
+    """{global pipeline layer: {tensor-parallel rank: its model_states file}} of a checkpoint folder."""
+    files: dict[int, dict[int, Path]] = {}
+    for f in Path(ckpt_dir).iterdir():
+        m = LAYER_FILE.fullmatch(f.name)
+        if m:
+            files.setdefault(int(m.group(1)), {})[int(m.group(2) or 0)] = f
+    return files
+
+
+def meta_model(cfg: ModelConfig) -> Llama:
+    """The single-process model without memory or random draws: shapes and partition dims only."""
+    with torch.device("meta"):
+        return Llama(cfg)
+
+
+def partition_dims(model: Llama) -> dict[str, int | None]:
+    """Full parameter name -> the dim tensor-parallel ranks split it along (None: replicated)."""
+    return {name: getattr(p, "partition_dim", None) for name, p in model.named_parameters()}

@@ -102,7 +102,7 @@ def check_shape(mcfg, hf: dict, init_dir) -> None:
 # ---------------------------------------------------------------------------------------------- vocabulary
 
 def _pieces_sentencepiece(path: Path) -> list[str]:
-    from train.export.hf_tokenizer import read_sp_model
+    from train.sp_model import read_sp_model
 
     return [p for p, _, _ in read_sp_model(path).pieces]
 
@@ -171,7 +171,8 @@ class Weights:
     ``weights(name)`` -> {"fp32": full tensor, vocabulary rows zero-padded, "step": None}."""
 
     def __init__(self, init_dir, mcfg, hf: dict):
-        from train.export.weights import VOCAB_ROWS, meta_model, weight_files
+        from train.checkpoint import VOCAB_ROWS, meta_model
+        from train.hf_files import safetensors_files
 
         self.dir = d = Path(init_dir)
         self.want = {k: tuple(v.shape) for k, v in meta_model(mcfg).state_dict().items()}
@@ -182,7 +183,7 @@ class Weights:
         if (d / "model.safetensors").is_file() or (d / "model.safetensors.index.json").is_file():
             from safetensors import safe_open
 
-            for f in weight_files(d):
+            for f in safetensors_files(d):
                 with safe_open(str(f), framework="pt") as g:
                     for name in g.keys():
                         shapes[name] = (f, tuple(g.get_slice(name).get_shape()))

@@ -6,7 +6,7 @@ Readable in one sitting, in the spirit of nanoGPT's ``model.py``. Parameter name
 re-derivation.
 
 The model is a sequence of three kinds of layers, ``Embedding``, ``Block`` x n_layers and ``Head``, which is
-exactly what the pipeline stages are cut from (``train/parallel/pipeline.py``). Every linear layer is one of
+exactly what the pipeline stages are cut from (``train/pipeline_parallel.py``). Every linear layer is one of
 the tensor-parallel layers of ``train/parallel/tensor_parallel.py``; with no tensor-parallel group they are
 plain linear layers, so ``Llama(cfg)`` is the ordinary single-process model.
 

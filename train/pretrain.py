@@ -79,7 +79,7 @@ def build_engine(cfg, mcfg: ModelConfig):
     import deepspeed
     import torch
 
-    from train.parallel.pipeline import build_pipeline, build_topology, tensor_parallel_group
+    from train.pipeline_parallel import build_pipeline, build_topology, tensor_parallel_group
 
     t_cfg, o = cfg.train, cfg.optimizer
     topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
@@ -331,7 +331,7 @@ class Training:
         import numpy as np
         from train import reshard
         from train.data.loader import Loader
-        from train.export.weights import meta_model, partition_dims
+        from train.checkpoint import meta_model, partition_dims
         from train.metrics import MetricsLog, device_peak_flops
         from train.monitor.spike import SpikeGuard
         from train.monitor.spike_rule import SpikeDetector
@@ -656,7 +656,7 @@ def _diagnose(run: Path, vocab_size: int) -> None:
     """diagnosis.json and the findings table at the end of a run (never fails the run)."""
     try:
         from train.record.diagnose import assess_run, format_table
-        from train.record.load import read_run
+        from train.record.formats import read_run
 
         result = assess_run(read_run(run), vocab_size=vocab_size)          # with the run's manifest.json
         (run / "diagnosis.json").write_text(json.dumps(result.to_dict(), indent=1))

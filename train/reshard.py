@@ -71,7 +71,7 @@ def llama_name(pipe_name: str, n_layers: int) -> str:
 
 
 def stage_layers(n_layers: int, pp: int) -> list[range]:
-    """Pipeline layers of each stage, as ``partition_method="type:Block"`` cuts them (train/parallel/pipeline.py)."""
+    """Pipeline layers of each stage, as ``partition_method="type:Block"`` cuts them (train/pipeline_parallel.py)."""
     from deepspeed.runtime.utils import partition_balanced
 
     parts = partition_balanced(weights=[0] + [1] * n_layers + [0], num_parts=pp)
@@ -157,10 +157,10 @@ def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int,
     """fp32 without ZeRO: the module weights are the master weights (layer files), the torch optimizer's state
     is in the ``mp_rank`` file, indexed in the order the trainer grouped the parameters (train/pretrain.py:
     matrices and embeddings, then the norm weights, each in module order)."""
-    from train.export.weights import _layer_files
+    from train.checkpoint import layer_files
 
     stage, tp_rank = divmod(mp_rank, layout["tp"])
-    files = _layer_files(Path(ckpt_dir))
+    files = layer_files(Path(ckpt_dir))
     weights: dict[str, torch.Tensor] = {}
     for idx in stage_layers(n_layers, layout["pp"])[stage]:
         path = files.get(idx, {}).get(tp_rank)

@@ -22,6 +22,7 @@ from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
 from pipeline.words import unit_ngram
 
+FP_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what the dedup paths add before comparing
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]
 SPARK_COLUMNS = "exact_hash string, shingles binary, bands array<bigint>"
 

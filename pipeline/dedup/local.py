@@ -28,15 +28,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.dedup.components import keep_best_first
+from pipeline.dedup.clusters import PAIRS_BUCKET, keep_best_first
 from pipeline.dedup.exact import exact_hash
-from pipeline.dedup.fingerprint import Fingerprints, fingerprint_arrays
-from pipeline.dedup.marks import STATUS_COLUMNS
+from pipeline.dedup.fingerprint import FP_COLUMNS, Fingerprints, fingerprint_arrays
 from pipeline.dedup.minhash import MEASURES
-from pipeline.dedup.near import FP_COLUMNS, PAIRS_BUCKET
-from pipeline.dedup.near import REASON as NEAR_REASON
 from pipeline.runner import replace_dir
-from pipeline.schema import KEPT, REJECTED
+from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
 from pipeline.units import text_bytes
 
 BATCH = 512                   # rows per fingerprint call, as the distributed path's Arrow batches
@@ -200,7 +197,7 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     cluster = [None] * n
     if exact:
         for r, first in exact_survivors(ids, hashes).items():
-            reason[r], detail[r], duplicate_of[r] = "exact_duplicate", f"duplicate of {first}", first
+            reason[r], detail[r], duplicate_of[r] = EXACT_DUPLICATE, f"duplicate of {first}", first
     info: dict = {"exact": {}}
     if near:
         if near_cfg.scope == "source" and "source" in table.column_names:
@@ -218,15 +215,15 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
             r = row_of[x]
             cluster[r] = c
             if d is not None:
-                reason[r], duplicate_of[r] = NEAR_REASON, d
+                reason[r], duplicate_of[r] = NEAR_DUPLICATE, d
                 detail[r] = f"near duplicate of {d} in cluster {c}"
 
     status = [KEPT if x is None else REJECTED for x in reason]
     rows = table.append_column("exact_hash", pa.array(hashes, pa.string()))
-    for name, values in zip((*STATUS_COLUMNS, "minhash_cluster"), (status, reason, detail, duplicate_of, cluster)):
+    for name, values in zip((*BOOKKEEPING_COLUMNS, "minhash_cluster"), (status, reason, detail, duplicate_of, cluster)):
         rows = rows.append_column(name, pa.array(values, pa.string()))
     kept_mask = pa.array([s == KEPT for s in status], pa.bool_())  # typed: an empty input is a valid input
-    kept = rows.filter(kept_mask).drop_columns(list(STATUS_COLUMNS))
+    kept = rows.filter(kept_mask).drop_columns(list(BOOKKEEPING_COLUMNS))
     dropped = rows.filter(pc.invert(kept_mask))
 
     kept_ids = kept.column("id").to_pylist()

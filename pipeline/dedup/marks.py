@@ -12,10 +12,9 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from pipeline.schema import KEPT, REJECTED
+from pipeline.rows import BOOKKEEPING_COLUMNS, KEPT, REJECTED
 
 MARK_COLUMNS = ("reason", "detail", "duplicate_of", "minhash_cluster")
-STATUS_COLUMNS = ("status", "reason", "detail", "duplicate_of")
 
 
 def marks(df: DataFrame, reason, detail, duplicate_of, minhash_cluster=None) -> DataFrame:
@@ -55,5 +54,5 @@ def apply_marks(rows: DataFrame, table: DataFrame | None) -> DataFrame:
         old = F.col(c) if c in have else F.lit(None).cast("string")
         new[c] = (F.coalesce(F.col("_m_" + c), old) if c == "minhash_cluster"
                   else F.when(hit, F.col("_m_" + c)).otherwise(old))
-    order = [c for c in rows.columns] + [c for c in (*STATUS_COLUMNS, "minhash_cluster") if c not in have]
+    order = [c for c in rows.columns] + [c for c in (*BOOKKEEPING_COLUMNS, "minhash_cluster") if c not in have]
     return joined.select(*(new[c].alias(c) if c in new else F.col(c) for c in order))

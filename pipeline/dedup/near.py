@@ -28,20 +28,17 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from pipeline.dedup.components import LOCAL_MAX_EDGES, connected_components, keep_best_first
-from pipeline.dedup.fingerprint import SPARK_COLUMNS, fingerprint_partition, hash_sets
+from pipeline.dedup.clusters import LOCAL_MAX_EDGES, PAIRS_BUCKET, keep_best_first
+from pipeline.dedup.components import connected_components
+from pipeline.dedup.fingerprint import FP_COLUMNS, SPARK_COLUMNS, fingerprint_partition, hash_sets
 from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
-from pipeline.schema import KEPT
+from pipeline.rows import KEPT, NEAR_DUPLICATE
 from glassbox.schema import validate
 from pipeline.settings import NearDedupConfig
 
 log = logging.getLogger(__name__)
-REASON = "near_duplicate"
-FP_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what `fingerprint_rows` adds
-# Buckets up to this size propose every pair of their members, bigger ones a star to their smallest
-# id: all pairs let a document be checked against the very document it will be removed for.
-PAIRS_BUCKET = 20
+REASON = NEAR_DUPLICATE
 
 
 def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:

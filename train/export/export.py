@@ -43,9 +43,9 @@ import time
 from pathlib import Path
 
 from glassbox.contracts import sha256_file
+from train.export.files import EXPORT_RECORD
 
 STATUS_FAILED, STATUS_ERROR = 1, 2
-EXPORT_RECORD = "glassbox_export.json"
 # The merged checkpoint's held-out loss against the run's logged val_loss (fp32 runs): the trainer and the
 # single-process model differ in summation order only (~1e-7 relative), as the layouts do in
 # tests/test_train_runs.py, whose 1e-5 this reuses. Skipped above ~1e12 FLOPs (a minute or so on a CPU).
@@ -105,7 +105,7 @@ class Prepared:
     def val_loss_check(self) -> dict:
         """The merged weights against the run's own validation loss at this step (a check of the merge
         itself, which the comparison with transformers cannot see: both sides hold the merged weights)."""
-        from train.evaluation import heldout
+        from train import heldout_loss as heldout
         from train.export import weights
 
         logged = heldout.logged_val(self.ckpt.run, self.ckpt.step)

@@ -119,7 +119,7 @@ def gguf_logits_fn(llm):
 
 
 def heldout(order, logits_fn, vocab: int) -> dict:
-    from train.evaluation.heldout import combine, heldout_losses
+    from train.heldout_loss import combine, heldout_losses
 
     per = heldout_losses(logits_fn, order, vocab)
     overall, _ = combine(per, order)
@@ -135,7 +135,7 @@ def with_ratios(measured: dict, reference: dict) -> dict:
 
 
 def prompt_ids(tokenizer, eos: int | None, ctx: int, n_new: int) -> list[list[int]]:
-    from train.evaluation.compare import read_prompts
+    from train.prompts import read_prompts
 
     out = []
     for p in read_prompts():
@@ -221,7 +221,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
 
     from train.export import rundata, weights
     from glassbox.contracts import sha256_file
-    from train.export.export import EXPORT_RECORD
+    from train.export.files import EXPORT_RECORD
 
     why = available()
     if why:

@@ -28,14 +28,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
-from dataclasses import dataclass, field
 from pathlib import Path
 
-# sentencepiece_model.proto: SentencePiece.Type and TrainerSpec.ModelType.
-NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
-UNIGRAM, BPE = 1, 2
-
+from train.sp_model import (BPE, BYTE, CONTROL, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED,  # noqa: F401
+                            SentencePieceFormatError, SpModel, read_sp_model)
 
 # A plain transcript for chat with a base model (no chat-tuned template yet). The server uses it when the
 # tokenizer has no chat_template, and the export may record it as the tokenizer's template so that other
@@ -50,109 +46,6 @@ SIMPLE_CHAT_TEMPLATE = (
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{ 'Assistant:' }}{%- endif -%}"
 )
-
-
-class SentencePieceFormatError(ValueError):
-    """The file is not a sentencepiece model this converter supports."""
-
-
-@dataclass
-class SpModel:
-    pieces: list[tuple[str, float, int]] = field(default_factory=list)   # (piece, score, type)
-    model_type: int = UNIGRAM
-    byte_fallback: bool = False
-    treat_whitespace_as_suffix: bool = False
-    normalizer_name: str = ""
-    precompiled_charsmap: bytes = b""
-    add_dummy_prefix: bool = True
-    remove_extra_whitespaces: bool = True
-    escape_whitespaces: bool = True
-
-    def ids_of(self, kind: int) -> list[int]:
-        return [i for i, (_, _, t) in enumerate(self.pieces) if t == kind]
-
-
-# --- protobuf wire format (just enough for sentencepiece's ModelProto) ---------------------------------
-
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    shift = value = 0
-    while True:
-        if pos >= len(buf):
-            raise SentencePieceFormatError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields(buf: bytes):
-    """Yield (field number, wire type, value) of one message; value is int, bytes or a 4/8-byte blob."""
-    pos = 0
-    while pos < len(buf):
-        key, pos = _varint(buf, pos)
-        num, wt = key >> 3, key & 7
-        if wt == 0:
-            value, pos = _varint(buf, pos)
-        elif wt == 1:
-            value, pos = buf[pos:pos + 8], pos + 8
-        elif wt == 2:
-            n, pos = _varint(buf, pos)
-            value, pos = buf[pos:pos + n], pos + n
-        elif wt == 5:
-            value, pos = buf[pos:pos + 4], pos + 4
-        else:
-            raise SentencePieceFormatError(f"unsupported protobuf wire type {wt}")
-        if pos > len(buf):
-            raise SentencePieceFormatError("truncated field")
-        yield num, wt, value
-
-
-def read_sp_model(path: str | Path) -> SpModel:
-    """Decode the parts of a sentencepiece ``.model`` file the converter needs."""
-    data = Path(path).read_bytes()
-    m = SpModel()
-    for num, wt, value in _fields(data):
-        if num == 1 and wt == 2:                      # repeated SentencePiece pieces
-            piece, score, kind = "", 0.0, NORMAL
-            for n, w, v in _fields(value):
-                if n == 1 and w == 2:
-                    piece = v.decode("utf-8")
-                elif n == 2 and w == 5:
-                    score = struct.unpack("<f", v)[0]
-                elif n == 3 and w == 0:
-                    kind = v
-            m.pieces.append((piece, score, kind))
-        elif num == 2 and wt == 2:                    # TrainerSpec
-            for n, w, v in _fields(value):
-                if n == 3 and w == 0:
-                    m.model_type = v
-                elif n == 35 and w == 0:
-                    m.byte_fallback = bool(v)
-                elif n == 24 and w == 0:
-                    m.treat_whitespace_as_suffix = bool(v)
-        elif num == 3 and wt == 2:                    # NormalizerSpec
-            for n, w, v in _fields(value):
-                if n == 1 and w == 2:
-                    m.normalizer_name = v.decode("utf-8")
-                elif n == 2 and w == 2:
-                    m.precompiled_charsmap = bytes(v)
-                elif n == 3 and w == 0:
-                    m.add_dummy_prefix = bool(v)
-                elif n == 4 and w == 0:
-                    m.remove_extra_whitespaces = bool(v)
-                elif n == 5 and w == 0:
-                    m.escape_whitespaces = bool(v)
-    if not m.pieces:
-        raise SentencePieceFormatError(f"{path}: no pieces; not a sentencepiece model")
-    if m.model_type not in (UNIGRAM, BPE):
-        raise SentencePieceFormatError(f"{path}: model type {m.model_type} (word/char) is not supported; "
-                                       "train a bpe or unigram model")
-    if m.treat_whitespace_as_suffix or not m.escape_whitespaces:
-        raise SentencePieceFormatError(f"{path}: treat_whitespace_as_suffix / escape_whitespaces=false "
-                                       "are not supported")
-    return m
 
 
 # --- the tokenizers pipeline ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 How a checkpoint is laid out (train/checkpoint.py, DeepSpeed's ``PipelineModule``): ``checkpoints/step_N/``
 holds one file per pipeline layer and tensor-parallel rank, ``layer_XX-model_YY-model_states.pt``. XX is the
-*global* layer index of ``train.parallel.pipeline.layer_specs`` (0 the embedding, 1..n_layers the blocks,
+*global* layer index of ``train.pipeline_parallel.layer_specs`` (0 the embedding, 1..n_layers the blocks,
 n_layers + 1 the head), so pipeline stages need no mapping of their own: the stage that held a layer does not
 appear in the name. YY is the tensor-parallel rank; data-parallel rank 0 writes every layer, the other data
 replicas hold the same weights and write none. ZeRO optimizer partitions (``zero_pp_rank_*``) and
@@ -31,7 +31,9 @@ from pathlib import Path
 
 import torch
 
-from train.checkpoint import COMPLETE, checkpoints_dir, complete_checkpoints, layer_names_for
+from train.checkpoint import (COMPLETE, VOCAB_ROWS, checkpoints_dir, complete_checkpoints,  # noqa: F401
+                              layer_files, layer_names_for, meta_model, partition_dims)
+from train.hf_files import safetensors_files
 from train.model import Llama, ModelConfig
 from train.plan import Plan, PlanError, read_plan
 
@@ -40,8 +42,6 @@ class ExportError(RuntimeError):
     """The run or checkpoint cannot be exported as asked; the message names the file and the fix."""
 
 
-LAYER_FILE = re.compile(r"layer_(\d+)(?:-model_(\d+))?-model_states\.pt")
-VOCAB_ROWS = ("embed.embed_tokens.weight", "head.lm_head.weight")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -92,32 +92,12 @@ def find_checkpoint(run: str | Path, step: int | None = None) -> RunCheckpoint:
     return RunCheckpoint(run=run, step=step, path=path, layout=layout, info=info, plan=plan)
 
 
-def meta_model(cfg: ModelConfig) -> Llama:
-    """The single-process model without memory or random draws: shapes and partition dims only."""
-    with torch.device("meta"):
-        return Llama(cfg)
-
-
-def partition_dims(model: Llama) -> dict[str, int | None]:
-    """Full parameter name -> the dim tensor-parallel ranks split it along (None: replicated)."""
-    return {name: getattr(p, "partition_dim", None) for name, p in model.named_parameters()}
-
-
-def _layer_files(ckpt_dir: Path) -> dict[int, dict[int, Path]]:
-    files: dict[int, dict[int, Path]] = {}
-    for f in ckpt_dir.iterdir():
-        m = LAYER_FILE.fullmatch(f.name)
-        if m:
-            files.setdefault(int(m.group(1)), {})[int(m.group(2) or 0)] = f
-    return files
-
-
 def merge_checkpoint(ckpt: RunCheckpoint) -> dict[str, torch.Tensor]:
     """The ``train.model.Llama`` state dict of a checkpoint: pipeline layers renamed, tensor slices merged,
     every shape checked against the model and every value checked finite."""
     cfg, tp = ckpt.model_cfg, ckpt.layout["tp"]
     names = layer_names_for(cfg.n_layers)
-    files = _layer_files(ckpt.path)
+    files = layer_files(ckpt.path)
     extra = sorted(set(files) - set(range(len(names))))
     if extra:
         raise ExportError(f"{ckpt.path}: layer files {extra} beyond the model's {len(names)} pipeline layers "
@@ -252,16 +232,10 @@ def write_safetensors(tensors: dict[str, torch.Tensor], out_dir: Path, max_shard
 
 
 def weight_files(export_dir: Path) -> list[Path]:
-    export_dir = Path(export_dir)
-    index = export_dir / "model.safetensors.index.json"
-    if index.is_file():
-        files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-    else:
-        files = ["model.safetensors"]
-    for f in files:
-        if not (export_dir / f).is_file():
-            raise ExportError(f"{export_dir / f}: missing weight file")
-    return [export_dir / f for f in files]
+    try:
+        return safetensors_files(export_dir)
+    except FileNotFoundError as e:
+        raise ExportError(str(e)) from None
 
 
 def iter_safetensors(export_dir: Path):

@@ -48,7 +48,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from train.monitor.spike_rule import BASELINE, MAD_TO_SIGMA, SpikeDetector
-from train.record.load import RecordError, finish_rows, finite, load_metrics, num, read_run, split_rows
+from train.record.formats import read_run
+from train.record.load import RecordError, finish_rows, finite, load_metrics, num, split_rows
 
 SEVERITIES = ("info", "warning", "critical")
 

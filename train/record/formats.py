@@ -318,3 +318,9 @@ def read_csv(path: Path, tags=None) -> RunRecord:
         raise RecordError(f"{path}: the header ({', '.join(header)}) has no step column; write step, loss, "
                           "val_loss, lr, tokens")
     return _record(path, rows, "csv", skipped=bad, label=path.stem)
+
+
+def read_run(path: str | Path, fmt: str = "auto", tags: dict[str, str] | None = None) -> RunRecord:
+    """Any trainer's record (train/record/formats.py: this project's run directory, JSON lines, Hugging Face
+    trainer_state.json, TensorBoard event files, CSV). Raises RecordError when there is nothing to read."""
+    return read_any(path, fmt, tags)

@@ -16,7 +16,7 @@ tokens, loss, lr, grad_norm, tokens_per_s, mfu, step_s, time and any extra field
 
 Everything here works on a directory that holds nothing but ``metrics.jsonl``; other trainers' records
 (Hugging Face ``trainer_state.json``, TensorBoard event files, CSV) are read by ``train/record/formats.py``
-into the same rows, and ``read_run`` takes any of them.
+into the same rows, and ``formats.read_run`` takes any of them.
 """
 from __future__ import annotations
 
@@ -246,11 +246,3 @@ def read_glassbox(path: str | Path) -> RunRecord:
                      run=_read_json(run_dir / "run.json") if own else None,
                      manifest=_read_json(run_dir / "manifest.json") if own else None,
                      plan=read_plan_or_none(run_dir) if own else None)
-
-
-def read_run(path: str | Path, fmt: str = "auto", tags: dict[str, str] | None = None) -> RunRecord:
-    """Any trainer's record (train/record/formats.py: this project's run directory, JSON lines, Hugging Face
-    trainer_state.json, TensorBoard event files, CSV). Raises RecordError when there is nothing to read."""
-    from train.record.formats import read_any
-
-    return read_any(path, fmt, tags)

@@ -36,7 +36,8 @@ import numpy as np
 from train.record.diagnose import (DiagnoseConfig, Diagnosis, Finding, add_reader_args, assess_run,
                                    rolling_median, smooth_window)
 from train.record.formats import FORMAT_NAMES, FORMATS, parse_tags
-from train.record.load import RecordError, RunRecord, finite, read_run, series
+from train.record.formats import read_run
+from train.record.load import RecordError, RunRecord, finite, series
 
 # Fields of a training row that have their own chart (or are bookkeeping); everything else numeric is
 # telemetry.

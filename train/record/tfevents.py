@@ -24,10 +24,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-# The protobuf wire-format reader of the sentencepiece model converter: (field, wire type, value) of a message;
-# a truncated or unknown field raises a ValueError subclass.
-from train.export.hf_tokenizer import _fields as fields
-from train.export.hf_tokenizer import _varint
+# (field, wire type, value) of a message; a truncated or unknown field raises WireFormatError (a ValueError).
+from train.protowire import fields, varint
 
 # ------------------------------------------------------------------------------------------------ CRC-32C
 
@@ -71,7 +69,7 @@ def _packed_varints(v, wt: int, signed64: bool = True) -> list[int]:
     else:
         vals, i = [], 0
         while i < len(v):
-            x, i = _varint(v, i)
+            x, i = varint(v, i)
             vals.append(x)
     return [x - (1 << 64) if signed64 and x >= 1 << 63 else x for x in vals]
 

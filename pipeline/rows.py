@@ -1,9 +1,22 @@
-"""Column names and row statuses shared by every stage (docs/architecture.md, "Data contracts")."""
+"""The rows every stage reads and writes: their columns, statuses and the dedup reasons, in one place
+(docs/architecture.md, "Data contracts")."""
 
 # What happened to one input record in a stage.
 KEPT = "kept"
 REJECTED = "rejected"      # a readable document that a rule dropped; lands in rejected/ with its reason
 UNREADABLE = "unreadable"  # bytes we could not turn into a document (broken gzip, truncated record, ...)
+
+# What a stage says about each row it writes (dropped from the documents it keeps), and dedup's pointer
+# from a duplicate to the kept copy.
+STATUS_COLUMNS = ("status", "reason", "detail")
+DUPLICATE_OF = "duplicate_of"
+BOOKKEEPING_COLUMNS = STATUS_COLUMNS + (DUPLICATE_OF,)
+
+# Why dedup drops a document (the reason column), in the order the dedup steps run.
+EXACT_DUPLICATE = "exact_duplicate"
+NEAR_DUPLICATE = "near_duplicate"
+SEMANTIC_DUPLICATE = "semantic_duplicate"
+DUPLICATE_REASONS = (EXACT_DUPLICATE, NEAR_DUPLICATE, SEMANTIC_DUPLICATE)
 
 # Provenance and identity columns every document row carries.
 DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file"]
