@@ -7,6 +7,7 @@ Run directories and model directories are the first positional argument everywhe
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 # verb -> (module whose main(argv) runs it, one line for the help)
@@ -34,6 +35,14 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:  # `glassbox diagnose RUN | head`: the reader left; say nothing more, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail again
+        return 141  # 128 + SIGPIPE, what a shell reports for a program killed by it
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())

@@ -92,15 +92,6 @@ def clean_partition(clean_cfg, lid_model_path: str, input_schema: pa.Schema):
     return run
 
 
-def exact_hash_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Add `exact_hash` to every document."""
-    from pipeline.dedup.exact import exact_hash
-
-    for batch in batches:
-        hashes = pa.array([exact_hash(t) for t in batch.column("text").to_pylist()], pa.string())
-        yield batch.append_column("exact_hash", hashes)
-
-
 SCORE_COLUMNS = [("quality_ft", "double", pa.float64()), ("perplexity", "double", pa.float64())]
 
 

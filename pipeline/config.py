@@ -44,10 +44,6 @@ class PipelineConfig:
     tokenize: TokenizeConfig = field(default_factory=TokenizeConfig)
     spark: dict[str, str] = field(default_factory=dict)
 
-    def input_files(self) -> list[tuple[str, str, SourceConfig]]:
-        """(path, source name, source config) for every input file, in a stable order."""
-        return [(f, name, src) for name, src in sorted(self.sources.items()) for f in src.files]
-
 
 def _match_inputs(key: str, patterns: list[str], base: Path) -> list[InputFile]:
     """Every file the patterns match (local globs, or object-store URLs listed through fsspec);

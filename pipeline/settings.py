@@ -252,6 +252,9 @@ class SemanticDedupConfig:
     static_dir: str = ""                             # where the static model is cached ("" = ~/.cache/glassbox)
 
     def check(self) -> str | None:
+        if self.static_dir and self.model != "static":
+            return (f"static_dir: only the static model is cached there, but model is {self.model!r}: "
+                    "remove static_dir or set model: static")
         return None
 
 

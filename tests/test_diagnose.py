@@ -179,6 +179,39 @@ def test_spike_evidence_and_severity():
     assert diagnose(rows_from(y, lr), cfg=DiagnoseConfig(spike_z=1000)) == []
 
 
+def test_grad_norm_excursions_in_warmup_are_no_spike_unless_the_loss_moves():
+    """Held-out-like: 300 steps, 60 of warm-up; the gradient norm of a healthy run swings 3x while the learning
+    rate rises (fresh Adam moments, a growing lr). The same swing after warm-up, or with the loss up 30%, is one."""
+    n, warm = 300, 60
+    base, lr = trend(n, warmup=warm)
+    rng = np.random.default_rng(5)
+    y = noisy(base, 0.01, 5)
+    gn = (0.3 + 2.0 * np.exp(-np.arange(n) / 15)) * np.exp(0.05 * rng.standard_normal(n))
+    swing = gn.copy()
+    swing[40] *= 3.0                                    # inside warm-up, loss untouched
+    assert diagnose(rows_from(y, lr, grad_norm=swing), vocab_size=VOCAB) == []
+    late = gn.copy()
+    late[150] *= 3.0                                    # the same swing after warm-up is a spike
+    assert [f.kind for f in diagnose(rows_from(y, lr, grad_norm=late), vocab_size=VOCAB)] == ["spike"]
+    moved = y.copy()
+    moved[40] *= 1.3                                    # in warm-up, but the loss moves with it
+    assert "spike" in {f.kind for f in diagnose(rows_from(moved, lr, grad_norm=swing), vocab_size=VOCAB)}
+
+
+def test_strong_validation_noise_is_a_warning():
+    """Validation that jumps by ~15% of its level between evaluations (0.6 nats at 4; a validation set of a
+    few sequences) cannot show a data change's 1%: a warning; 2.5% (over smooth training) stays info."""
+    def noisy_val(rel, seed=3, sigma=0.01):
+        base, lr, y = _run(600, seed, sigma)
+        val = base + 0.05 + rel * base * np.random.default_rng(seed).standard_normal(600)
+        return diagnose(rows_from(y, lr, val=val, val_every=15, seed=seed), vocab_size=VOCAB)
+
+    strong = [f for f in noisy_val(0.15) if f.kind == "val_noisy"]
+    assert strong and strong[0].severity == "warning", [f.to_dict() for f in noisy_val(0.15)]
+    mild = [f for f in noisy_val(0.025, sigma=0.002) if f.kind == "val_noisy"]
+    assert mild and mild[0].severity == "info", [f.to_dict() for f in noisy_val(0.025, sigma=0.002)]
+
+
 def test_nonfinite_loss_is_critical_divergence():
     rows, t0 = inject_nan(300, 0)
     (f,) = diagnose(rows)

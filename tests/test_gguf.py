@@ -1,5 +1,5 @@
-"""llama.cpp GGUF files: ``train.export --gguf`` on a real tiny run (files, conversion check, measured loss of each
-format), and ``train.serve`` on a GGUF file behind the same API and error contract as the torch server.
+"""llama.cpp GGUF files: ``glassbox export --gguf`` on a real tiny run (files, conversion check, measured loss of each
+format), and ``glassbox serve`` on a GGUF file behind the same API and error contract as the torch server.
 
 Needs ``make setup-gguf`` (llama-cpp-python compiled from its sdist, and llama.cpp's converter); skipped otherwise.
 """
@@ -213,7 +213,7 @@ def test_q8_0_serves(gguf_files):
 
 def test_a_vocabulary_without_byte_pieces_is_not_served(exported_with_gguf):
     """The trainer-test tokenizer has no byte fallback: llama.cpp would abort the whole server on a character
-    outside its vocabulary (std::out_of_range), so train.serve refuses the file and says why."""
+    outside its vocabulary (std::out_of_range), so glassbox serve refuses the file and says why."""
     out, _ = exported_with_gguf
     assert json.loads((out / "glassbox_export.json").read_text())["gguf"]["byte_fallback_pieces"] == 0
     r = subprocess.run([sys.executable, "-m", "train.serving.serve", "--model", str(out / "model-q8_0.gguf"), "--port", "0"],

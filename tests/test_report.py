@@ -1,4 +1,4 @@
-"""train.report: one self-contained HTML page (curves, telemetry, diagnosis; --compare), loss_curve.png
+"""glassbox report (train/record/report.py): one self-contained HTML page (curves, telemetry, diagnosis; --compare), loss_curve.png
 beside it, and the page as headless Chromium renders it (Debian's chromium, installed by `make setup`)."""
 import base64
 import dataclasses

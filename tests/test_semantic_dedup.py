@@ -62,6 +62,12 @@ def test_invalid_config_names_the_field(field, value):
         validate(SemanticDedupConfig(**{field: value}))
 
 
+def test_a_static_dir_for_the_minilm_model_is_an_error():
+    with pytest.raises(ValueError, match=r"^static_dir: only the static model is cached there, but model is 'minilm'"):
+        validate(SemanticDedupConfig(model="minilm", static_dir="/tmp/models"))
+    assert validate(SemanticDedupConfig(model="static", static_dir="/tmp/models")).static_dir == "/tmp/models"
+
+
 # ---- record level -----------------------------------------------------------------------------
 
 def test_greedy_keep_compares_against_kept_documents_only():

@@ -61,7 +61,7 @@ class TrainSection:
     zero_stage: int = setting(1, choices=(0, 1), why="DeepSpeed refuses ZeRO-2/3 with a pipeline engine")
     # Loss spikes (train/monitor/spike_rule.py). A step is an outlier when its loss or pre-clipping gradient norm
     # is a robust z-score above the accepted steps before it, or not finite; every rank takes the decision
-    # on the same all-reduced numbers. off: not judged (train.diagnose still finds spikes afterwards); skip:
+    # on the same all-reduced numbers. off: not judged (the diagnosis, glassbox diagnose, still finds spikes afterwards); skip:
     # drop that step's update; rollback: also restore the last complete checkpoint and move the data cursor
     # past the batches since it (the PaLM recipe).
     on_spike: str = setting("off", choices=("off", "skip", "rollback"))

@@ -38,6 +38,7 @@ import warnings
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import NoReturn
 
 from train import fault_hooks
 from train.config import ConfigError, load_config
@@ -153,8 +154,9 @@ def _exit_on_any(err: str | None) -> None:
         _exit(2)
 
 
-def _exit(code: int) -> None:
-    """Leave without interpreter teardown: ranks sometimes abort in it after a clean run."""
+def _exit(code: int) -> NoReturn:
+    """Leave without interpreter teardown (ranks sometimes abort in it after a clean run): the process ends
+    here with `code`, so nothing after a call runs."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
@@ -639,8 +641,7 @@ def main(argv=None) -> int:
     training = Training(run, args, c, point, order, rank, world)                 # 3. engine, resumed
     training.train()                                                             # 4. the loop, rollbacks
     training.finish()
-    _exit(0)
-    return 0
+    _exit(0)                                                                     # no return: see _exit
 
 
 def _broadcast(value):

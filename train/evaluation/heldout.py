@@ -50,7 +50,7 @@ def open_model(path: Path, step: int | None = None):
         return ("run", ckpt.run, ckpt.step, lambda x: model(x)[0], ckpt.model_cfg.vocab_size,
                 {"checkpoint": str(ckpt.path), "layout": ckpt.layout, "manifest": None})
     raise EvalError(f"{path}: neither a run directory (config.json + checkpoints/) nor an export "
-                    f"({EXPORT_RECORD}); pass runs/<name> or the directory train.export wrote")
+                    f"({EXPORT_RECORD}); pass runs/<name> or the directory glassbox export wrote")
 
 
 def perplexity(path, *, step=None, manifest=None, batch_size=8) -> dict:

@@ -303,7 +303,7 @@ def parse_args(argv=None):
     p.add_argument("--max-shard-size", default="5GB", help="split the weights into files of at most this size")
     p.add_argument("--chat-template", action="store_true",
                    help="record SIMPLE_CHAT_TEMPLATE as the tokenizer's chat template (vLLM then renders chats "
-                        "as train.serve's CPU server does; that server adds the stop '\\nUser:' only without one)")
+                        "as glassbox serve's CPU server does; that server adds the stop '\\nUser:' only without one)")
     p.add_argument("--force", action="store_true", help="replace an existing export at --out")
     p.add_argument("--rtol", type=float, default=None,
                    help="logit tolerance factor (default 1e-4; see train/export/consistency.py)")

@@ -1,4 +1,4 @@
-"""llama.cpp GGUF files beside an export, with what quantization cost measured: ``train.export ... --gguf q8_0,q4_k_m``.
+"""llama.cpp GGUF files beside an export, with what quantization cost measured: ``glassbox export ... --gguf q8_0,q4_k_m``.
 
 The checked Hugging Face export is converted by llama.cpp's own ``convert_hf_to_gguf.py`` (from the
 llama-cpp-python sdist, extracted by ``make setup-gguf`` into ``build/llama.cpp/`` with the gguf-py it is written
@@ -250,7 +250,7 @@ def add_gguf(export_dir: str | Path, formats: list[str], *, threads: int | None 
     byte_pieces = _byte_pieces(export_dir)
     if byte_pieces < 256:
         print(f"warning: --gguf: the tokenizer has {byte_pieces} of the 256 byte-fallback pieces; llama.cpp aborts on "
-              "text it cannot spell without them, so train.serve refuses to serve these files (the measurements "
+              "text it cannot spell without them, so glassbox serve refuses to serve these files (the measurements "
               "below use token ids and are unaffected)", file=sys.stderr)
     base = export_dir / ".convert-f32.gguf.tmp"
     convert(export_dir, base)

@@ -94,6 +94,7 @@ class DiagnoseConfig:
     # val_noisy: validation noise (beyond the training trend) against training noise.
     val_noisy_ratio: float = 3.0       # validation sigma 3x the per-step training sigma ...
     val_noisy_min_rel: float = 0.01    # ... and 1% of the validation level (else a smooth curve's crumbs)
+    val_noisy_warn_rel: float = 0.05   # 5% of the level: a warning (it hides the 1% a data change moves)
     val_min_points: int = 6            # validations needed to judge val_noisy and overfitting
     # low_initial_loss: an untrained model scores about ln(vocab) (more with a wide initialisation).
     low_initial_gap_rel: float = 0.25  # the first losses 25% of ln(vocab) below it ...
@@ -299,6 +300,9 @@ def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
     out = []
     for a, b in _runs(flagged, max_gap=2):
         peak = a + int(np.argmax(np.where(flagged[a:b + 1], np.nan_to_num(z[a:b + 1], neginf=-1e300), -np.inf)))
+        if _warmup_grad_norm_only(judged[a:b + 1], rel[a:b + 1], [lr_by_step.get(int(s)) for s in steps[max(0, a - 1):b + 1]],
+                                  cfg):
+            continue
         ev = {"loss": y[peak], "rolling_median": base[peak], "noise_sigma": noise[peak],
               "mad": noise[peak] * math.sqrt(2.0) / MAD_TO_SIGMA, "z": z[peak], "jump_rel": rel[peak],
               "points": int(flagged[a:b + 1].sum())}
@@ -337,6 +341,16 @@ def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
             what = f"step {at}: {judged[peak].reason}"
         out.append(Finding("spike", s0, int(steps[b]), sev, what, ev, ADVICE["spike"]))
     return out
+
+
+def _warmup_grad_norm_only(judged, rel, lrs, cfg: DiagnoseConfig) -> bool:
+    """A stretch the gradient norm alone tripped while the learning rate was still rising, with the loss
+    under spike_min_rel above its baseline: warm-up moves the gradient norm on healthy runs, so that is no
+    spike unless the loss moves too."""
+    lrs = [v for v in lrs if v is not None]
+    rising = len(lrs) >= 2 and all(b > a for a, b in zip(lrs, lrs[1:]))
+    grad_norm_only = all(j.reason.startswith("grad_norm z") for j in judged if j.spike)
+    return rising and grad_norm_only and float(np.max(rel)) < cfg.spike_min_rel
 
 
 def detect_divergence(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
@@ -522,7 +536,8 @@ def detect_val_noisy(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
         return []
     ev = {"val_sigma": max(sigma_v, sigma_from), "train_step_sigma": sigma_t, "ratio": max(sigma_v, sigma_from) /
           sigma_t if sigma_t > 0 else float("inf"), "val_level": level, "threshold": ref, "val_points": len(v)}
-    return [Finding("val_noisy", int(vs[start]), int(vs[-1]), "info",
+    sev = "warning" if ev["val_sigma"] >= cfg.val_noisy_warn_rel * abs(level) else "info"
+    return [Finding("val_noisy", int(vs[start]), int(vs[-1]), sev,
                     f"validation loss fluctuates by about {ev['val_sigma']:.3g} between evaluations, "
                     f"against {sigma_t:.3g} step to step for training", ev, ADVICE["val_noisy"])]
 
@@ -794,7 +809,7 @@ def format_table(findings: list[Finding], not_judged: list[dict] | None = None) 
 
 
 def add_reader_args(ap: argparse.ArgumentParser) -> None:
-    """--format and --tags, shared with train.report."""
+    """--format and --tags, shared with glassbox report."""
     from train.record.formats import FORMATS
 
     ap.add_argument("--format", default="auto", choices=FORMATS,

@@ -1,4 +1,4 @@
-"""Generation from a llama.cpp GGUF file (``train.export --gguf``) through llama-cpp-python, behind the same API.
+"""Generation from a llama.cpp GGUF file (``glassbox export --gguf``) through llama-cpp-python, behind the same API.
 
 The same contract as the torch engine (train/serving/engine.py): one worker thread runs the model, text streams
 through the same ``TextTracker`` (stop sequences, no half characters), a client that goes away stops generation

@@ -2,7 +2,7 @@
 
 With ``--backend auto`` (the default) it starts vLLM's OpenAI server when vLLM is installed and a CUDA GPU
 is present (``--tp`` becomes ``--tensor-parallel-size``), and otherwise this project's CPU server
-(train/serving/). A ``--model`` that is a ``.gguf`` file (``train.export --gguf``) is served by llama.cpp
+(train/serving/). A ``--model`` that is a ``.gguf`` file (``glassbox export --gguf``) is served by llama.cpp
 (llama-cpp-python) behind the same API. ``--port 0`` picks a free port; the chosen address is printed as
 ``listening on URL``.
 
