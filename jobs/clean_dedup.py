@@ -8,31 +8,19 @@ config are unchanged are skipped, finished work units of the interrupted stage a
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 
 DRIVER_START = time.time()  # before the heavy imports: the bench splits the command's time with it
 
 from jobs import clean, dedup, extract, score  # noqa: E402
 from jobs.common import parse_args  # noqa: E402
-from pipeline.runner import Runner, StageSpec  # noqa: E402
+from pipeline.runner import Runner  # noqa: E402
 from pipeline.spark import get_spark  # noqa: E402
 from pipeline.stats import nothing_kept_line  # noqa: E402
 from pipeline.units import write_json_atomic  # noqa: E402
 
 
-def dedup_identity(cfg) -> dict:
-    """What dedup's output depends on. `local_max_bytes` only chooses between two paths that write the
-    same files (tests/test_dedup_local.py), so changing it does not rerun a finished dedup."""
-    return {"dedup": dataclasses.replace(cfg.dedup, local_max_bytes=0)}
-
-
-# Dedup compares documents across the whole corpus, so it is one unit: after a crash it reruns
-# whole from the finished scored/ input.
-DEDUP = StageSpec("dedup", "dedup", dedup_identity,
-                  lambda spark, cfg, data, ctx: dedup.run(spark, cfg, data),
-                  previous=("score", "scored"), units=False)
-STAGES = (extract.SPEC, clean.SPEC, score.SPEC, DEDUP)
+STAGES = (extract.SPEC, clean.SPEC, score.SPEC, dedup.SPEC)
 
 
 def main(argv=None) -> None:

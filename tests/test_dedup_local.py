@@ -49,7 +49,7 @@ def test_which_path(tmp_path):
 def test_the_path_threshold_is_not_part_of_the_stage_identity():
     """Both paths write the same files, so a changed local_max_bytes must not rerun a finished dedup;
     a setting that changes the output does."""
-    from jobs.clean_dedup import DEDUP
+    from jobs.dedup import SPEC as DEDUP
     from pipeline.runner import fingerprint
     ident = lambda cfg: fingerprint(DEDUP.identity(cfg))
     assert ident(_config(0)) == ident(_config(64 << 20)) == ident(_config(1))

@@ -79,3 +79,17 @@ def test_interrupted_commit_is_finished_by_the_rerun(spark, tmp_path):
     outcome = Runner(spark, cfg, str(data), log=lambda *_: None).run(extract.SPEC)
     assert outcome.status == "resumed" and outcome.reused == outcome.units > 0
     assert json.loads((data / "stats" / "extract.json").read_text())["records_out"] == json.loads(before)["records_out"]
+
+
+def test_dedup_run_alone_records_its_state(spark, tmp_path):
+    """jobs/dedup.py submitted alone goes through the stage runner like the other stages: its state is
+    recorded, so the chain (make clean-dedup) skips it afterwards instead of running it again."""
+    from jobs import dedup, score
+
+    data = tmp_path / "data"
+    _run(spark, _cfg(), data)
+    score.run(spark, _cfg(), str(data))
+    stats = dedup.run(spark, _cfg(), str(data))
+    assert (data / "_state" / "dedup.json").exists() and stats.records_out > 0
+    outcome = Runner(spark, _cfg(), str(data), log=lambda _: None).run(dedup.SPEC)
+    assert outcome.status == "skipped" and outcome.stats.records_out == stats.records_out
