@@ -61,3 +61,26 @@ def llama_param_count(*, d_model: int, n_layers: int, n_heads: int, n_kv_heads: 
     rows = padded_vocab(vocab_size, vocab_multiple) * d_model
     emb = (1 if tied else 2) * rows if embeddings else rows
     return n_layers * block + d_model + emb
+
+
+# --- metrics.jsonl: what a row records -------------------------------------------------------------------
+# The trainer writes `kind: "train"` and `kind: "val"` rows (train/metrics.py); other scripts write rows
+# without a kind. The one rule every reader applies: the run record (train/record/load.py), re-weighting
+# (pipeline/reweight.py), the trainer's own reader and the held-out check (train/metrics.py,
+# train/heldout_loss.py).
+
+def _number(v) -> bool:
+    """A JSON number, NaN and infinities included (a diverged run's loss is still its loss)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def metrics_row_kinds(row: dict) -> tuple[str, ...]:
+    """("train",) or ("val",) for a row with that `kind` (any other kind: itself); for a row without one,
+    "val" when it holds a number in val_loss or val_loss_<source>, "train" when it holds one in loss (both
+    when it holds both, as a script that logs one row per step writes them), else ("train",)."""
+    kind = row.get("kind")
+    if isinstance(kind, str):
+        return (kind,)
+    val = _number(row.get("val_loss")) or any(k.startswith("val_loss_") and _number(v) for k, v in row.items())
+    train = _number(row.get("loss"))
+    return ("train", "val") if train and val else ("val",) if val else ("train",)

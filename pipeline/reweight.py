@@ -39,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from glassbox.contracts import manifest_content_hash
+from glassbox.contracts import manifest_content_hash, metrics_row_kinds
 from pipeline.mixture import (DEFAULTS, MixConfig, MixError, ReweightParams, build_manifest,  # noqa: F401
                               check_sources, parse_params)
 
@@ -70,13 +70,6 @@ def _number(v) -> float | None:
     return float(v)
 
 
-def _is_val(row: dict) -> bool:
-    kind = row.get("kind")
-    if isinstance(kind, str):
-        return kind == "val"
-    return _number(row.get("val_loss")) is not None or any(k.startswith("val_loss_") for k in row)
-
-
 def read_evidence(run_dir: str | os.PathLike, step: int | None = None, what: str = "REWEIGHT_FROM") -> RunEvidence:
     """The run's manifest.json and its validation row at `step` (default: the last with per-source losses).
     metrics.jsonl is the trainer's contract (train/metrics.py); rows without ``kind`` count as validation when
@@ -105,12 +98,13 @@ def read_evidence(run_dir: str | os.PathLike, step: int | None = None, what: str
                 continue                      # a torn last line
             if not isinstance(row, dict) or not isinstance(row.get("step"), int) or isinstance(row["step"], bool):
                 continue
-            if _is_val(row):
+            kinds = metrics_row_kinds(row)
+            if "val" in kinds:
                 per = {k[len("val_loss_"):]: _number(v) for k, v in row.items() if k.startswith("val_loss_")}
                 per = {k: v for k, v in per.items() if v is not None}
                 if per:
                     vals[row["step"]] = {"losses": per, "tokens": row.get("tokens")}
-            if row.get("kind", "train") == "train" and "loss" in row:
+            if "train" in kinds and "loss" in row:
                 last_train = row
                 for k, v in row.items():
                     if k.startswith("share_") and not k.startswith("share_target_") and _number(v) is not None:

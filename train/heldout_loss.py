@@ -11,6 +11,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from glassbox.contracts import metrics_row_kinds
+
 
 @torch.no_grad()
 def heldout_losses(logits_fn, order, vocab_size: int, batch_size: int = 8) -> dict[str, dict]:
@@ -55,7 +57,7 @@ def logged_val(run: Path, step: int) -> dict | None:
             r = json.loads(line)
         except ValueError:
             continue
-        if isinstance(r, dict) and r.get("kind") == "val" and r.get("step") == step:
+        if isinstance(r, dict) and "val" in metrics_row_kinds(r) and r.get("step") == step:
             row = r
     if row is None:
         return None

@@ -19,6 +19,8 @@ import re
 import time
 from pathlib import Path
 
+from glassbox.contracts import metrics_row_kinds
+
 # Dense (no sparsity) peak TFLOP/s per device: bf16 tensor cores, and tf32 for fp32 training. Matched in
 # order against torch.cuda.get_device_name() (e.g. "NVIDIA H100 80GB HBM3"); unlisted GPUs: log.peak_tflops.
 PEAK_TFLOPS = [
@@ -142,6 +144,6 @@ def read_metrics(run_dir: str | Path, kind: str | None = "train") -> list[dict]:
     for line in (Path(run_dir) / "metrics.jsonl").read_text().splitlines():
         if line.strip():
             row = json.loads(line)
-            if kind is None or row.get("kind") == kind:
+            if kind is None or kind in metrics_row_kinds(row):
                 rows.append(row)
     return rows

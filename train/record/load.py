@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from glassbox.contracts import metrics_row_kinds
 from train.plan import Plan, read_plan_or_none
 
 METRICS_FILE = "metrics.jsonl"
@@ -61,13 +62,10 @@ def is_val_field(key: str) -> bool:
 
 
 def row_kind(row: dict) -> str:
-    """The row's kind; without one, ``val`` for a row with ``val_loss`` and no ``loss``, else ``train``."""
-    k = row.get("kind")
-    if isinstance(k, str):
-        return k
-    if num(row.get("val_loss")) is not None and num(row.get("loss")) is None:
-        return "val"
-    return "train"
+    """The row's kind (glassbox.contracts.metrics_row_kinds): a row that holds both losses is ``train``
+    here; ``normalize_row`` splits such rows first."""
+    kinds = metrics_row_kinds(row)
+    return kinds[0] if len(kinds) == 1 else "train"
 
 
 def normalize_row(row: dict) -> list[dict]:
@@ -83,7 +81,7 @@ def normalize_row(row: dict) -> list[dict]:
                 if row.get(a) is not None:
                     row[name] = row.pop(a)
                     break
-    if num(row.get("loss")) is not None and num(row.get("val_loss")) is not None:
+    if metrics_row_kinds(row) == ("train", "val"):
         train = {k: v for k, v in row.items() if not is_val_field(k)}
         val = {k: v for k, v in row.items() if is_val_field(k) or k in SHARED_FIELDS}
         return [dict(train, kind="train"), dict(val, kind="val")]
