@@ -39,7 +39,7 @@ QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample
 
 setup: $(VENV)/.setup-done $(LID_MODEL) $(KENLM_BIN) build/spark-classes.done
 	@test -x $(CHROMIUM) || command -v chromium >/dev/null 2>&1 || scripts/install_chromium.sh \
-	  || echo "note: no chromium (the report tests render their pages in it); as root: scripts/install_chromium.sh"
+	  || echo "chromium is missing: the report tests render their pages in it (as root: scripts/install_chromium.sh)"
 
 # torch first, from the CPU wheel; then the project without build isolation, so that deepspeed,
 # fasttext and kenlm build against what is already here instead of pulling a CUDA torch.
@@ -176,8 +176,9 @@ demo: setup
 test: setup
 	$(SPARK_ENV) $(PY) -m pytest -q --durations=15
 
+# No JVM and no trainer (tests/conftest.py checks that every test's markers match what it starts).
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not slow"
+	$(PY) -m pytest -q -m "not spark and not slow and not trainer" --durations=15
 
 bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/extract_clean.py

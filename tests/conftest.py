@@ -71,3 +71,82 @@ def sample_local_run(tmp_path_factory):
     data = tmp_path_factory.mktemp("sample-local")
     proc = make("clean-dedup", f"DATA={data}", "SPARK_MASTER=local[2]")
     return data, proc
+
+
+# ---- what a test starts matches its markers ------------------------------------------------------------
+# `make test-fast` deselects the spark, slow and trainer tests and must then start no JVM and no trainer.
+# Every process a test starts (or a fixture it sets up: a module's shared run counts for each test using it)
+# is classified here; a test that starts a trainer without the `trainer` or `slow` marker, or a JVM without
+# `spark` or `slow`, errors at teardown, naming what it started.
+import re  # noqa: E402
+
+_REQUIRED = {"trainer": ("trainer", "slow"), "jvm": ("spark", "slow")}
+_TRAINER = re.compile(r"train\.pretrain|train\.launch|torchrun|reshard_worker")
+_JVM = re.compile(r"spark-submit|spark-class|(^|/)java( |$)|start-(master|worker)\.sh")
+_MAKE_TRAINER = {"pretrain", "demo"}
+_MAKE_JVM = {"clean-dedup", "tokenize", "mix", "demo", "spark-cluster", "bench", "bench-e2e", "bench-dedup"}
+_recording: list | None = None        # what the test or fixture running now started
+_fixture_kinds: dict[str, set] = {}   # fixture name -> what its setup started, in this session
+_real_popen_init = subprocess.Popen.__init__
+
+
+def launch_kinds(args) -> set[str]:
+    """{"trainer", "jvm"} that a command line starts (make targets included; `make -n` starts nothing)."""
+    argv = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)
+    argv = [os.fsdecode(a) if isinstance(a, (bytes, os.PathLike)) else str(a) for a in argv]
+    words = " ".join(argv)
+    kinds = set()
+    if _TRAINER.search(words):
+        kinds.add("trainer")
+    if _JVM.search(words):
+        kinds.add("jvm")
+    if argv and Path(argv[0].split()[0]).name == "make" and not ({"-n", "--dry-run"} & set(argv)):
+        targets = {a for a in argv[1:] if not a.startswith("-") and "=" not in a}
+        kinds |= {"trainer"} if targets & _MAKE_TRAINER else set()
+        kinds |= {"jvm"} if targets & _MAKE_JVM else set()
+    return kinds
+
+
+def _recording_popen_init(self, args, *a, **kw):
+    if _recording is not None:
+        _recording.append(launch_kinds(args))
+    _real_popen_init(self, args, *a, **kw)
+
+
+subprocess.Popen.__init__ = _recording_popen_init
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(fixturedef, request):
+    global _recording
+    outer, _recording = _recording, []
+    try:
+        return (yield)
+    finally:
+        started = set().union(*_recording)
+        _fixture_kinds.setdefault(fixturedef.argname, set()).update(started)
+        if outer is not None:
+            outer.append(started)
+        _recording = outer
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    global _recording
+    _recording = []
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    global _recording
+    started = set().union(*(_recording or [])).union(*(_fixture_kinds.get(f, set()) for f in item.fixturenames))
+    _recording = None
+    marks = {m.name for m in item.iter_markers()}
+    missing = [kind for kind in sorted(started) if not marks & set(_REQUIRED[kind])]
+    result = yield
+    if missing:
+        pytest.fail(f"{item.nodeid} starts {' and '.join(missing)} processes without a marker for them "
+                    f"(add {' / '.join(_REQUIRED[k][0] for k in missing)}; make test-fast must start none)",
+                    pytrace=False)
+    return result

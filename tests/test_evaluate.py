@@ -29,6 +29,7 @@ def _logged_val(run, step):
     return [r for r in rows if r.get("kind") == "val" and r["step"] == step][-1]
 
 
+@pytest.mark.trainer
 def test_perplexity_of_a_run_is_its_validation_loss(runs):
     """Per source and overall, the held-out loss equals what the trainer logged as val_loss at that step (same
     documents, same sequences; fp32, summation order aside: 1e-5 relative, as across layouts)."""
@@ -47,6 +48,7 @@ def test_perplexity_of_a_run_is_its_validation_loss(runs):
     assert "overall" in r.stdout and "prose" in r.stdout
 
 
+@pytest.mark.trainer
 def test_perplexity_of_an_export_and_of_an_earlier_step(runs, tmp_path):
     from train.evaluation.heldout import perplexity
 
@@ -60,6 +62,7 @@ def test_perplexity_of_an_export_and_of_an_earlier_step(runs, tmp_path):
     assert early["overall"]["loss"] > run["overall"]["loss"]          # training lowered it
 
 
+@pytest.mark.trainer
 def test_perplexity_needs_held_out_documents(runs, tmp_path, capsys):
     import shutil
 
@@ -75,6 +78,7 @@ def test_perplexity_needs_held_out_documents(runs, tmp_path, capsys):
     assert main(["perplexity", str(tmp_path / "nothing")]) == 2
 
 
+@pytest.mark.trainer
 def test_harness_on_an_export_records_what_shaped_the_scores(runs):
     out = exported("one")
     r = evaluate_cli("harness", out, "--tasks", "glassbox_cloze,glassbox_wikitext,glassbox_gsm8k", "--limit", "4",
@@ -97,6 +101,7 @@ def test_harness_on_an_export_records_what_shaped_the_scores(runs):
     assert "glassbox_cloze" in r.stdout
 
 
+@pytest.mark.trainer
 def test_harness_without_lm_eval_says_what_to_install(runs, monkeypatch, capsys):
     from train.evaluation.evaluate import main
 
@@ -106,6 +111,7 @@ def test_harness_without_lm_eval_says_what_to_install(runs, monkeypatch, capsys)
     assert "lm-eval" in err and "pip install -e '.[eval]'" in err
 
 
+@pytest.mark.trainer
 def test_blind_side_by_side_and_tally(runs, tmp_path):
     from train.evaluation.compare import PROMPTS, compare, generate_answers, read_prompts, tally
 

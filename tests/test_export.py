@@ -37,6 +37,7 @@ def one_export(runs):
     return out
 
 
+@pytest.mark.trainer
 def test_export_loads_in_transformers_and_matches_the_training_model(runs, one_export):
     import sentencepiece as spm
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -96,6 +97,7 @@ def test_export_loads_in_transformers_and_matches_the_training_model(runs, one_e
     assert (a - b).abs().max().item() <= 1e-4 * max(1.0, a.abs().max().item())
 
 
+@pytest.mark.trainer
 def test_layouts_export_the_same_weights(runs, one_export, tmp_path):
     """TP=2 x PP=2 and one process train the same model; merged and exported, the weights agree within
     WEIGHT_ATOL (tests/train_fixtures.py argues it: these runs use a large Adam eps, so summation-order noise
@@ -127,6 +129,7 @@ def test_layouts_export_the_same_weights(runs, one_export, tmp_path):
     AutoModelForCausalLM.from_pretrained(out)                 # the sharded directory loads
 
 
+@pytest.mark.trainer
 def test_corrupted_tensor_fails_the_check_loudly(runs, one_export, tmp_path):
     from safetensors.torch import load_file, save_file
 
@@ -148,6 +151,7 @@ def test_corrupted_tensor_fails_the_check_loudly(runs, one_export, tmp_path):
     assert status == 0 and result["passed"] and result["max_abs_diff"] <= result["tolerance"]["atol"]
 
 
+@pytest.mark.trainer
 def test_a_failed_check_writes_nothing_to_out(runs, tmp_path, monkeypatch, capsys):
     """A conversion bug (simulated: a wrong tensor written) is caught before the export lands at --out."""
     from safetensors.torch import load_file, save_file
@@ -174,6 +178,7 @@ def test_a_failed_check_writes_nothing_to_out(runs, tmp_path, monkeypatch, capsy
     assert "k_proj" in capsys.readouterr().out
 
 
+@pytest.mark.trainer
 def test_step_choice_and_refusals(runs, tmp_path, capsys):
     from train.export.export import main
 
@@ -190,6 +195,7 @@ def test_step_choice_and_refusals(runs, tmp_path, capsys):
     assert "not a run directory" in capsys.readouterr().err
 
 
+@pytest.mark.trainer
 def test_missing_tensor_parallel_slice_is_named(runs, tmp_path):
     from train.export.weights import ExportError, find_checkpoint, merge_checkpoint
 

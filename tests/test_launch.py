@@ -22,6 +22,7 @@ def make_pretrain(manifest, run, *extra):
 
 
 @pytest.mark.parametrize("case", ["steps0", "bad_manifest", "changed_shard"])
+@pytest.mark.trainer
 def test_refused_run_shows_the_message_not_a_traceback(manifest, tmp_path, case):
     if case == "steps0":
         r = make_pretrain(manifest, tmp_path / "run", "STEPS=0")

@@ -298,6 +298,7 @@ def glassbox_tb_run(tmp_path_factory):
     return run
 
 
+@pytest.mark.trainer
 def test_this_trainers_tensorboard_equals_its_metrics(glassbox_tb_run):
     run = glassbox_tb_run
     rec = read_run(run)
@@ -314,6 +315,7 @@ def test_this_trainers_tensorboard_equals_its_metrics(glassbox_tb_run):
     assert any(k.startswith("share_") for r in tb.train_rows for k in r)
 
 
+@pytest.mark.trainer
 def test_report_compares_runs_across_formats(glassbox_tb_run, hf_run, every_format, tmp_path):
     _, rows, paths = every_format
     page = build_report(glassbox_tb_run, compare=hf_run, out=tmp_path / "vs-hf.html")

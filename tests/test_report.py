@@ -54,6 +54,7 @@ def _imgs(text):
     return embedded_images(text)
 
 
+@pytest.mark.trainer
 def test_report_page_is_self_contained_with_every_section(runs, page):
     full, bare = runs
     out, text = page
@@ -85,6 +86,7 @@ def test_report_page_is_self_contained_with_every_section(runs, page):
     assert "other" in text and 'id="compare-diagnosis-none"' in text
 
 
+@pytest.mark.trainer
 def test_loss_curve_png_beside_the_report(runs, page):
     full, _ = runs
     png = (full / "loss_curve.png").read_bytes()
@@ -94,6 +96,7 @@ def test_loss_curve_png_beside_the_report(runs, page):
     assert dict(_imgs(page[1]))["loss"] == base64.b64encode(png).decode()
 
 
+@pytest.mark.trainer
 def test_report_from_metrics_alone_without_compare(runs, tmp_path):
     _, bare = runs
     d = tmp_path / "bare"
@@ -106,6 +109,7 @@ def test_report_from_metrics_alone_without_compare(runs, tmp_path):
     assert 'id="diagnosis-none"' in text and ">model<" not in text
 
 
+@pytest.mark.trainer
 def test_report_cli_and_errors(runs, tmp_path):
     full, bare = runs
     out = tmp_path / "r.html"
@@ -172,6 +176,7 @@ window.addEventListener("load", function () {
 </script>"""
 
 
+@pytest.mark.trainer
 def test_page_renders_in_headlesschromium(page, tmp_path):
     out, text = page
     # The DOM after load: every image decoded (natural size > 0) and the diagnosis table there. The probe

@@ -41,6 +41,7 @@ def _same(a, b) -> bool:
 
 @pytest.mark.parametrize("n, seed, cut", [(7, 1, (0.3, 0.6)), (400, 2, (0.3, 0.6)), (3000, 3, (0.0, 1.0)),
                                           (3000, 4, (0.25, 0.999995))])
+@pytest.mark.spark
 def test_local_distributions_equal_spark_percentile_approx(spark, n, seed, cut):
     table = _scores(n, seed)
     df = spark.createDataFrame(table.to_pylist(), "lang string, source string, quality_ft double, perplexity double")

@@ -31,6 +31,7 @@ def _submit(tmp_path, archive_present: bool = True) -> tuple[subprocess.Complete
 
 @pytest.mark.skipif(not ARCHIVE.exists(), reason="no Spark class archive: `make setup` could not make one "
                     "with this JVM (see build/spark-classes.log)")
+@pytest.mark.spark
 def test_make_targets_load_spark_classes_from_the_archive(tmp_path):
     done, lines = _submit(tmp_path)
     assert done.returncode == 0 and "sum 45" in done.stdout, done.stderr[-2000:]
@@ -40,6 +41,7 @@ def test_make_targets_load_spark_classes_from_the_archive(tmp_path):
     assert "warning" not in done.stderr.lower().replace("warning: using incubator modules", "")
 
 
+@pytest.mark.spark
 def test_spark_runs_the_same_without_the_archive(tmp_path):
     done, lines = _submit(tmp_path, archive_present=False)
     assert done.returncode == 0 and "sum 45" in done.stdout, done.stderr[-2000:]

@@ -42,6 +42,7 @@ def _cli(*args, capsys=None):
     return Done(rc, out.out, out.err)
 
 
+@pytest.mark.trainer
 def test_trace_rebuilds_what_each_rank_was_fed(shared):
     manifest, run = shared
     step = 6
@@ -77,6 +78,7 @@ def test_trace_rebuilds_what_each_rank_was_fed(shared):
     assert any(d["source"] == "boiler" and d["url"] is None for d in t["documents"])
 
 
+@pytest.mark.trainer
 def test_trace_table_and_errors(shared, capsys):
     manifest, run = shared
     r = _cli(run, "--step", 3)                                        # the real command line, once
@@ -95,6 +97,7 @@ def test_trace_table_and_errors(shared, capsys):
 
 
 
+@pytest.mark.trainer
 def test_trace_of_a_step_not_logged_yet(shared, tmp_path, capsys):
     """A run killed at step 4 (its record copied, metrics cut there): step 6 is traced from the order alone."""
     _, run = shared

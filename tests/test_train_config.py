@@ -66,6 +66,7 @@ def test_world_size_for_make():
     assert r.returncode == 2 and "train.stepz: unknown key" in r.stderr
 
 
+@pytest.mark.trainer
 def test_trainer_fails_fast_on_config_and_launch_errors(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: {n_heads: 5}\n")

@@ -81,6 +81,7 @@ def _corrupt(shard_path):
     pq.write_table(t, shard_path, compression="zstd")
 
 
+@pytest.mark.trainer
 def test_changed_shard_is_an_error_naming_it(data, tmp_path):
     root, path, _, _ = data
     copy = tmp_path / "data"

@@ -1,11 +1,12 @@
 """Resuming a run in another TP x PP x DP layout (train/reshard.py), the torchtitan way.
 
-Equivalence. Run A trains in TP2 x PP2 x DP2 (8 processes) to step 10 and continues to step 20 in the same
-layout. Copies of A at step 10 continue to step 20 in TP1 x PP1 x DP2 (tensor and pipeline slices merged) and
-TP2 x PP1 x DP1 (pipeline stages and ZeRO partitions merged); a copy of the latter as it was at step 15 (its
-checkpoint 20 removed) continues in TP1 x PP2 x DP2 (pipeline and data split again, tensor merged). Losses,
-gradient norms and validation losses of every continued step must match A's within relative 1e-5, the
-project's fp32 equivalence tolerance (tests/test_train_runs.py), and the weights at step 20 A's (below).
+Equivalence. Run R trains in one process to step 20: the reference. Run A trains in TP2 x PP2 x DP2 (8
+processes, the suite's only 8-rank run) to step 10 and must match R there (every layout equals one process:
+tests/test_train_runs.py checks the smaller ones). Copies of A at step 10 continue to step 20 in TP1 x PP1 x
+DP2 (tensor and pipeline slices merged) and TP2 x PP1 x DP1 (pipeline stages and ZeRO partitions merged); a
+copy of the latter as it was at step 15 (its checkpoint 20 removed) continues in TP1 x PP2 x DP2 (pipeline
+and data split again, tensor merged). Losses, gradient norms and validation losses of every step must match
+R's within relative 1e-5, the project's fp32 equivalence tolerance, and the weights at steps 10 and 20 R's.
 
 Adam's eps is EQUIVALENCE_EPS (1e-4; tests/train_fixtures.py argues it): with the default 1e-8, Adam turns the
 summation-order noise of near-zero gradients into steps of +-lr in single weights (issue 19), and layouts would
@@ -69,10 +70,10 @@ def runs(tmp_path_factory):
         shutil.copytree(root / src, root / dst)
 
     out = {"root": root, "cfg": cfg, "manifest": manifest}
+    go("R", layout(1, 1, 1))
     go("A", layout(2, 2, 2), steps=10)
     copy("A", "B")
     copy("A", "C")
-    go("A", layout(2, 2, 2))
     out["B"] = go("B", layout(1, 1, 2))
     out["C"] = go("C", layout(2, 1, 1))
     copy("C", "D")                              # C as it was at step 15: its last checkpoint removed
@@ -108,6 +109,18 @@ def _max_rel(rows, ref, first_step):
     return worst
 
 
+def test_eight_ranks_match_one_process(runs):
+    """TP2 x PP2 x DP2 (tensor, pipeline and data parallel with ZeRO-1 at once) trains what one process trains."""
+    root = runs["root"]
+    rows = _rows(root / "A")
+    assert [r["step"] for r in rows if r["kind"] == "train"] == list(range(1, 11))
+    worst = _max_rel(rows, [r for r in _rows(root / "R") if r["step"] <= 10], 1)
+    print(f"\nTP2xPP2xDP2 vs one process, steps 1-10: max relative difference {worst:.2e}")
+    assert worst <= REL, worst
+    ours, ref_w = (merge_checkpoint(find_checkpoint(root / r, 10)) for r in ("A", "R"))
+    assert weight_mismatches(ours, ref_w) == []
+
+
 @pytest.mark.parametrize("run, since, what", [
     ("B", 11, "TP2xPP2xDP2 -> TP1xPP1xDP2 at step 10 (merge TP and PP)"),
     ("C", 11, "TP2xPP2xDP2 -> TP2xPP1xDP1 at step 10 (merge PP and DP)"),
@@ -115,16 +128,16 @@ def _max_rel(rows, ref, first_step):
 ])
 def test_resumed_in_another_layout_matches_the_unchanged_run(runs, run, since, what):
     root = runs["root"]
-    ref = _rows(root / "A")
+    ref = _rows(root / "R")
     train = [r for r in ref if r["kind"] == "train"]
     assert [r["step"] for r in train] == list(range(1, 21)) and train[-1]["loss"] < train[10]["loss"]
     worst = _max_rel(_rows(root / run), ref, since)
-    print(f"\n{what}: steps {since}-20, max relative difference to A over {', '.join(KEYS)}: {worst:.2e}")
+    print(f"\n{what}: steps {since}-20, max relative difference to R over {', '.join(KEYS)}: {worst:.2e}")
     assert worst <= REL, (what, worst)
     assert "in a new layout" in runs[run].stdout
-    ours, ref_w = (merge_checkpoint(find_checkpoint(root / r, 20)) for r in (run, "A"))
+    ours, ref_w = (merge_checkpoint(find_checkpoint(root / r, 20)) for r in (run, "R"))
     drift = max((ours[k] - ref_w[k]).abs().max().item() for k in ref_w)
-    print(f"{what}: step 20 weights, max absolute difference to A: {drift:.1e} (tolerance {WEIGHT_ATOL:g})")
+    print(f"{what}: step 20 weights, max absolute difference to R: {drift:.1e} (tolerance {WEIGHT_ATOL:g})")
     assert weight_mismatches(ours, ref_w) == [], what
 
 

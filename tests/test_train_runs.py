@@ -2,8 +2,9 @@
 
 Numerical equivalence (the torchtitan way: match the single-device loss curve). The same tiny model
 (grouped-query attention, z-loss on, gradient clipping active), seed, data and global batch are trained for
-six steps by one process and by TP=2 x PP=2 x DP=2 (8 processes), TP=2 and PP=2 x DP=2 (with activation
-checkpointing), all gloo and fp32.
+six steps by one process and by TP=2 and PP=2 x DP=2 (with activation checkpointing), all gloo and fp32;
+TP=2 x PP=2 x DP=2 (8 processes on 2 cores, the suite's costliest launch) is checked once, against one
+process too, by tests/test_train_reshard.py, whose resharding runs start from it.
 
 Tolerance: relative 1e-5 on loss, grad_norm and val_loss. In fp32 the layouts differ only in the order of
 summations: tensor parallelism splits each row-parallel matmul and the vocabulary softmax into partial sums
@@ -78,6 +79,7 @@ def _compare(rows, ref, rel=REL):
                 assert a[key] == pytest.approx(b[key], rel=rel, abs=1e-7), (a["step"], key, a[key], b[key])
 
 
+@pytest.mark.trainer
 def test_reference_run_is_sane(reference):
     train_rows = [r for r in reference if r["kind"] == "train"]
     assert [r["step"] for r in train_rows] == list(range(1, STEPS + 1))
@@ -87,11 +89,11 @@ def test_reference_run_is_sane(reference):
     assert [r["step"] for r in reference if r["kind"] == "val"] == [3, 6]
 
 
-@pytest.mark.parametrize("tp, pp, dp, extra", [
-    pytest.param(2, 2, 2, [], id="tp2-pp2-dp2"),
+@pytest.mark.parametrize("tp, pp, dp, extra", [  # TP2 x PP2 x DP2 (8 ranks): tests/test_train_reshard.py
     pytest.param(2, 1, 1, [], id="tp2"),
     pytest.param(1, 2, 2, ["train.activation_checkpointing=true"], id="pp2-dp2-activation-checkpointing"),
 ])
+@pytest.mark.trainer
 def test_parallel_layout_matches_one_process(setup, reference, tp, pp, dp, extra):
     run = f"tp{tp}pp{pp}dp{dp}"
     train(setup, run, nproc=tp * pp * dp,
@@ -131,6 +133,7 @@ def _check_cursor(setup, run, resumed_at):
     return rows
 
 
+@pytest.mark.trainer
 def test_stop_and_continue_is_bit_identical(setup, reference):
     root = setup[0]
     train(setup, "resume", steps=2)
@@ -144,6 +147,7 @@ def test_stop_and_continue_is_bit_identical(setup, reference):
     assert "nothing to do" in again.stdout
 
 
+@pytest.mark.trainer
 def test_sigkill_mid_run_resumes_from_last_complete_checkpoint(setup, reference):
     root = setup[0]
     sets = ["parallel.dp=2"]

@@ -85,6 +85,7 @@ def skipped(setup):
     return one, pipe
 
 
+@pytest.mark.trainer
 def test_skip_drops_exactly_the_spike_update(setup, skipped):
     root, _, manifest, m, cache = setup
     rows = _rows(root / "skip" / "metrics.jsonl")
@@ -110,6 +111,7 @@ def test_skip_drops_exactly_the_spike_update(setup, skipped):
     assert "spike: loss z" in skipped[0].stdout and "update skipped" in skipped[0].stdout
 
 
+@pytest.mark.trainer
 def test_skip_decision_agrees_across_pipeline_stages(setup, skipped):
     root = setup[0]
     one, two = _rows(root / "skip" / "metrics.jsonl"), _rows(root / "skip-pp2" / "metrics.jsonl")
@@ -131,6 +133,7 @@ def rolled_back(setup):
     return launch(manifest, cfg, root / "rollback", nproc=2, sets=ROLLBACK, env=FAULT)
 
 
+@pytest.mark.trainer
 def test_rollback_restores_skips_the_window_and_names_the_documents(setup, rolled_back):
     root, cfg, manifest, m, cache = setup
     run = root / "rollback"
@@ -168,6 +171,7 @@ def test_rollback_restores_skips_the_window_and_names_the_documents(setup, rolle
     assert t["data_step"] == 25 and t["samples"] == [25 * G, 26 * G]
 
 
+@pytest.mark.trainer
 def test_a_kill_after_a_rollback_resumes_past_it_without_replaying_it(setup, rolled_back):
     """SIGKILL at step 27: after the rollback of step 25 to checkpoint 20, before checkpoint 30 records the new
     data shift. The same command again (the bad batch still bad) must resume from checkpoint 20 at shift 5
@@ -218,6 +222,7 @@ def test_detector_quiet_on_healthy_curves_and_finds_injected_spikes(seed):
     assert hits == [1500, 2500]
 
 
+@pytest.mark.trainer
 def test_diagnosis_calls_the_same_steps_spikes_as_the_live_monitor(setup, skipped):
     """One rule, live and afterwards: the diagnosis replays the run's curve through the trainer's detector with
     the run's own settings, so its spike findings are exactly the steps the monitor skipped."""

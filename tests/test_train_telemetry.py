@@ -70,6 +70,7 @@ def expected_batch(order, shards, data_step):
             "dup_seq_rate": 1 - len(seqs) / G, "dup_doc_rate": 1 - len(set(passes.values())) / len(passes)}
 
 
+@pytest.mark.trainer
 def test_batch_telemetry_matches_the_shards(shared):
     manifest, run, _, m, order = shared
     rows = [r for r in _rows(run) if r["kind"] == "train"]
@@ -85,6 +86,7 @@ def test_batch_telemetry_matches_the_shards(shared):
     assert all(r["dup_seq_rate"] > 0 and r["dup_doc_rate"] > 0 for r in logged)
 
 
+@pytest.mark.trainer
 def test_realized_and_target_shares(shared):
     manifest, run, _, m, order = shared
     total = sum(s.target_tokens for s in m.sources.values())
@@ -99,6 +101,7 @@ def test_realized_and_target_shares(shared):
         assert sum(r[f"share_{n}"] for n in order.names) == pytest.approx(1.0)
 
 
+@pytest.mark.trainer
 def test_decoded_samples_are_what_the_rows_hold(shared):
     manifest, run, _, m, order = shared
     assert sorted(p.name for p in (run / "samples").iterdir()) == [f"step_{s:08d}.txt" for s in (4, 8, 12)]
@@ -115,6 +118,7 @@ def test_decoded_samples_are_what_the_rows_hold(shared):
     assert "=== row 2" not in text
 
 
+@pytest.mark.trainer
 def test_leakage_report_counts_exact_copies(shared):
     manifest, run, stdout, m, order = shared
     leak = json.loads((run / "leakage.json").read_text())
@@ -139,6 +143,7 @@ def test_leakage_report_counts_exact_copies(shared):
     assert "warning: leakage check: " in stdout
 
 
+@pytest.mark.trainer
 def test_end_of_run_diagnosis_is_written(shared):
     """The trainer's closing diagnosis is the reader's diagnosis of the finished record, written and printed."""
     from train.record.diagnose import assess_run
@@ -155,6 +160,7 @@ def test_end_of_run_diagnosis_is_written(shared):
     assert all(n["check"] in stdout for n in diag["not_judged"])
 
 
+@pytest.mark.trainer
 def test_leakage_error_mode_stops_before_training(shared, tmp_path):
     manifest, _, _, _, _ = shared
     cfg = tmp_path / "c.yaml"

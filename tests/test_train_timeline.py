@@ -122,6 +122,7 @@ def _committed_reads(run):
     return {d: reads[max(reads)] for d, reads in by_batch.items()}
 
 
+@pytest.mark.trainer
 def test_run_json_holds_the_timeline(setup, switched):
     root, _, v1, v2 = setup
     run, outs = switched
@@ -152,6 +153,7 @@ def test_run_json_holds_the_timeline(setup, switched):
     assert (run / "data_order" / "seg-2" / "manifest.json").read_bytes() == v1.read_bytes()
 
 
+@pytest.mark.trainer
 def test_realized_shares_follow_the_version_in_force(switched):
     run, _ = switched
     rows = read_metrics(run)
@@ -185,6 +187,7 @@ def test_realized_shares_follow_the_version_in_force(switched):
         rows[7]["interval_share_prose"] - 0.3)
 
 
+@pytest.mark.trainer
 def test_streams_go_on_and_validation_stays(switched):
     run, _ = switched
     orders = _orders(run)
@@ -231,6 +234,7 @@ def _fed_as_traced(t, data_root, micro_batches):
         r["crc32"] == zlib.crc32(np.stack([rebuilt[g] for g in r["samples"]]).tobytes()) for r in micro_batches)
 
 
+@pytest.mark.trainer
 def test_trace_answers_with_the_version_of_each_step(setup, switched):
     root, _, v1, v2 = setup
     run, _ = switched
@@ -246,6 +250,7 @@ def test_trace_answers_with_the_version_of_each_step(setup, switched):
         in format_trace(trace(run, 6))
 
 
+@pytest.mark.trainer
 def test_resume_in_the_middle_of_a_segment_is_bit_identical(setup, switched):
     """The copy taken at step 4: v2 to step 6, stopped there; resumed without MANIFEST (the run's own, v2) to 8;
     then v1 to 12. Every row equals the uninterrupted run's, bit for bit."""
@@ -266,6 +271,7 @@ def test_resume_in_the_middle_of_a_segment_is_bit_identical(setup, switched):
     assert tl(root / "at4") == tl(run)
 
 
+@pytest.mark.trainer
 def test_a_spike_rollback_inside_a_segment(setup):
     """on_spike=rollback; v1 to 6, then v2 with data batch 9 all zeros: step 10 spikes, checkpoint 8 (of segment
     1) is restored and data batches 8-9 of segment 1's order are skipped and named."""
@@ -290,6 +296,7 @@ def test_a_spike_rollback_inside_a_segment(setup):
     assert _fed_as_traced(t, root / "data", _committed_reads(run)[10])
 
 
+@pytest.mark.trainer
 def test_a_switch_with_a_layout_change(setup, switched):
     """v1 to 4 on two data-parallel processes, then v2 on one (the checkpoint resharded): the losses of the
     one-process switch, within the cross-layout tolerance of tests/test_train_runs.py (Adam eps 1e-4)."""
@@ -309,6 +316,7 @@ def test_a_switch_with_a_layout_change(setup, switched):
                 assert a[key] == pytest.approx(b[key], rel=1e-5), (a["step"], key)
 
 
+@pytest.mark.trainer
 def test_a_manifest_with_another_tokenizer_is_refused(setup, switched, tmp_path):
     root, _, v1, _ = setup
     run, _ = switched
@@ -371,6 +379,7 @@ def _switch_pixels(png_b64: str) -> int:
     return int((np.abs(img - rgb) < 0.15).all(axis=-1).sum())     # anti-aliased dashes: near the colour
 
 
+@pytest.mark.trainer
 def test_report_marks_the_switches(switched, tmp_path):
     run, _ = switched
     text = build_report(run, out=tmp_path / "report.html").read_text()
