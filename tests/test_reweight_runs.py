@@ -20,7 +20,7 @@ from glassbox.contracts import manifest_content_hash
 from pipeline.mixture import load_mix
 from train_fixtures import REPO, TEXT, launch, paragraphs
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.trainer]
 BOOKS = REPO / "examples" / "sample" / "books" / "tinyshakespeare.jsonl.gz"
 TRAIN = """
 model: {n_layers: 2, d_model: 64, n_heads: 4, ffn_hidden: 128, vocab_multiple: 64}
