@@ -28,7 +28,6 @@ def _ok(proc) -> str:
 
 def test_every_optional_switch_through_make(tmp_path):
     raw = yaml.safe_load((REPO / "examples" / "sample.yaml").read_text())
-    del raw["sources"]["books"]  # the crawls, the dump and the Chinese source: every switch has work, in less time
     raw["clean"]["mask_pii"] = False
     raw["score"].update(min_quality=0.002, drop_buckets=["tail"])
     raw["dedup"].update(near={"measure": "containment"},
