@@ -35,7 +35,7 @@ from typing import Any
 
 
 from glassbox.contracts import manifest_content_hash
-from glassbox.schema import ConfigError, coerce, load_file
+from glassbox.schema import ConfigError, build, coerce, load_file, setting
 
 DEFAULT_MAX_EPOCHS = 4.0
 DEFAULT_SEED = 0
@@ -162,38 +162,21 @@ DEFAULTS = {"step_size": 1.0, "smoothing": 0.1, "min_weight": 0.02}
 
 @dataclass
 class ReweightParams:
-    step_size: float = DEFAULTS["step_size"]
-    smoothing: float = DEFAULTS["smoothing"]
-    min_weight: float = DEFAULTS["min_weight"]
+    step_size: float = setting(DEFAULTS["step_size"], gt=0, why="how far one update moves the weights")
+    smoothing: float = setting(DEFAULTS["smoothing"], ge=0, lt=1, why="the share pulled toward uniform")
+    min_weight: float = setting(DEFAULTS["min_weight"], ge=0, lt=1, why="every source's floor")
 
     def as_dict(self) -> dict:
         return {"min_weight": self.min_weight, "smoothing": self.smoothing, "step_size": self.step_size}
 
 
 def parse_params(raw: Any, where: str = "reweight") -> ReweightParams:
-    """The mix file's ``reweight:`` section (absent: the defaults); errors name the key."""
-    if raw is None:
-        return ReweightParams()
-    if not isinstance(raw, dict):
-        raise MixError(f"{where}: expected a mapping such as {{step_size: 1.0, smoothing: 0.1, min_weight: 0.02}}")
-    for k in raw:
-        if k not in DEFAULTS:
-            raise MixError(f"{where}.{k}: unknown key. Known keys: {', '.join(DEFAULTS)}")
-    vals = {}
-    for k, default in DEFAULTS.items():
-        v = raw.get(k, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-            raise MixError(f"{where}.{k}: expected a number, got {v!r}")
-        vals[k] = float(v)
-    if vals["step_size"] <= 0:
-        raise MixError(f"{where}.step_size: must be > 0 (how far one update moves the weights), got "
-                       f"{vals['step_size']:g}")
-    if not 0 <= vals["smoothing"] < 1:
-        raise MixError(f"{where}.smoothing: must be in [0, 1) (the share pulled toward uniform), got "
-                       f"{vals['smoothing']:g}")
-    if not 0 <= vals["min_weight"] < 1:
-        raise MixError(f"{where}.min_weight: must be in [0, 1), got {vals['min_weight']:g}")
-    return ReweightParams(**vals)
+    """The mix file's ``reweight:`` section (absent: the defaults), checked on the shared schema: errors
+    name the key (and did-you-mean an unknown one)."""
+    try:
+        return build(ReweightParams, raw, where)
+    except ConfigError as e:
+        raise MixError(str(e)) from None
 
 
 # --- the plan ----------------------------------------------------------------------------------------

@@ -435,3 +435,22 @@ def test_cli_flags_and_errors(tmp_path):
     (empty / "metrics.jsonl").write_text('{"kind": "train", "st')
     p = _cli(empty)
     assert p.returncode == 2 and "no metrics rows" in p.stderr
+
+
+def test_thresholds_are_declared_with_ranges(tmp_path):
+    """DiagnoseConfig sits on the shared schema (glassbox/schema.py): every threshold has its range, the bands
+    are checked against each other, and the CLI's flags go through the same check."""
+    from glassbox.schema import ConfigError, settings, validate
+
+    assert all(meta for name, _, meta in settings(DiagnoseConfig) if name != "spike_from_run")
+    validate(DiagnoseConfig())
+    with pytest.raises(ConfigError, match=r"^flat_min_frac: must be <= 1, got 2.0"):
+        validate(DiagnoseConfig(flat_min_frac=2.0))
+    with pytest.raises(ConfigError, match=r"^spike_info_rel: 0.6 is above spike_critical_rel 0.5"):
+        validate(DiagnoseConfig(spike_info_rel=0.6))
+    base, lr, y = _run(50, 0)
+    p = tmp_path / "log.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows_from(y, lr)))
+    r = subprocess.run([sys.executable, "-m", "train.record.diagnose", str(p), "--flat-frac", "2"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip() == "error: flat_min_frac: must be <= 1, got 2.0", r.stderr

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from glassbox.schema import ConfigError, setting, validate
 from train.monitor.spike_rule import BASELINE, MAD_TO_SIGMA, SpikeDetector
 from train.record.formats import read_run
 from train.record.load import RecordError, finish_rows, finite, load_metrics, num, split_rows
@@ -60,57 +61,77 @@ class DiagnoseConfig:
     # spike: the trainer's own rule (train/monitor/spike_rule.py), replayed over the curve, with the trainer's
     # defaults; a Glassbox run's config.json settings (train.spike_*) replace them, so the diagnosis calls
     # exactly the steps spikes that the live monitor did (or would have, with on_spike: off).
-    spike_z: float = 6.0               # robust z of the loss above the accepted steps before it
-    spike_grad_norm_z: float = 8.0     # the same for the gradient norm where the record has one; 0 = not used
-    spike_window: int = 50             # accepted points whose step-to-step differences give the noise (MAD)
-    spike_min_history: int = 20        # fewer accepted points before it: not judged (noise unknown)
-    spike_min_rel: float = 0.1         # and 10% above the baseline: on a very smooth curve the noise is tiny
+    spike_z: float = setting(6.0, ge=0)             # robust z of the loss above the accepted steps before it
+    spike_grad_norm_z: float = setting(8.0, ge=0)   # the same for the gradient norm where the record has one; 0 = not
+                                                    # used
+    spike_window: int = setting(50, ge=2)           # accepted points whose step-to-step differences give the noise
+                                                    # (MAD)
+    spike_min_history: int = setting(20, ge=1)      # fewer accepted points before it: not judged (noise unknown)
+    spike_min_rel: float = setting(0.1, ge=0)       # and 10% above the baseline: on a very smooth curve the noise is
+                                                    # tiny
     spike_from_run: bool = True        # take a Glassbox run's own train.spike_* settings (off: the values here)
-    spike_critical_rel: float = 0.5    # critical: a jump of 50% or more, or no recovery in the next points;
-    spike_info_rel: float = 0.15       # info: one point under 15% that recovers at once (heavy-tailed
-                                       # batch noise does that now and then); else warning
+    spike_critical_rel: float = setting(0.5, gt=0)  # critical: a jump of 50% or more, or no recovery in the next
+                                                    # points;
+    spike_info_rel: float = setting(0.15, ge=0)     # info: one point under 15% that recovers at once (heavy-tailed
+                                                    # batch noise does that now and then); else warning
     # divergence: a non-finite loss, or the smoothed loss sustained above its running minimum.
-    divergence_rise: float = 0.10      # 10% above the lowest smoothed loss so far ...
-    divergence_noise_k: float = 5.0    # ... and 5 noise sigmas of the smoothed curve (noisy small batches)
-    divergence_min_frac: float = 0.05  # sustained for 5% of the run's points ...
-    divergence_min_points: int = 5     # ... and at least this many (a spike that recovers is not one)
+    divergence_rise: float = setting(0.10, gt=0)    # 10% above the lowest smoothed loss so far ...
+    divergence_noise_k: float = setting(5.0, ge=0)  # ... and 5 noise sigmas of the smoothed curve (noisy small
+                                                    # batches)
+    divergence_min_frac: float = setting(0.05, gt=0, le=1)  # sustained for 5% of the run's points ...
+    divergence_min_points: int = setting(5, ge=1)   # ... and at least this many (a spike that recovers is not one)
     # plateau / stalled: a stretch of at least flat_min_frac of the run that does not improve.
-    flat_min_frac: float = 0.30        # a third of a run not improving is long; healthy power-law curves
-                                       # still lose several % over their last third
-    flat_min_points: int = 8
-    flat_tol: float = 0.01             # flat: |change| + flat_se_margin standard errors below 1% of the
-    flat_se_margin: float = 1.0        # level (a noisy curve has to prove it is flat), and the
-    flat_range: float = 0.03           # smoothed loss within 3% of the level across the stretch
-    plateau_early_drop: float = 0.20   # plateau: the loss had already fallen 20% from its start ...
-    plateau_max_start: float = 0.50    # ... and the flat stretch starts in the first half of the run
-    expected_floor: float | None = None  # nats; flat within floor_gap of it = converged, not a finding
-    floor_gap: float = 0.3
+    flat_min_frac: float = setting(0.30, gt=0, le=1)  # a third of a run not improving is long; healthy power-law curves
+                                                    # still lose several % over their last third
+    flat_min_points: int = setting(8, ge=2)
+    flat_tol: float = setting(0.01, ge=0)           # flat: |change| + flat_se_margin standard errors below 1% of the
+    flat_se_margin: float = setting(1.0, ge=0)      # level (a noisy curve has to prove it is flat), and the
+    flat_range: float = setting(0.03, ge=0)         # smoothed loss within 3% of the level across the stretch
+    plateau_early_drop: float = setting(0.20, ge=0, le=1)  # plateau: the loss had already fallen 20% from its start ...
+    plateau_max_start: float = setting(0.50, gt=0, le=1)  # ... and the flat stretch starts in the first half of the run
+    expected_floor: float | None = setting(None, ge=0)# nats; flat within floor_gap of it = converged, not a finding
+    floor_gap: float = setting(0.3, ge=0)
     # overfitting: validation rises from its minimum while training falls.
-    overfit_min_rise: float = 0.02     # validation 2% above its minimum at the end ...
-    overfit_noise_k: float = 3.0       # ... and 3 sigmas of its point-to-point noise
-    overfit_min_points: int = 3        # validation points after the minimum
-    overfit_rising_share: float = 0.6  # share of rising steps among the validations after the minimum
-    overfit_train_drop: float = 0.01   # training loss 1% lower at the end than at the validation minimum
+    overfit_min_rise: float = setting(0.02, ge=0)   # validation 2% above its minimum at the end ...
+    overfit_noise_k: float = setting(3.0, ge=0)     # ... and 3 sigmas of its point-to-point noise
+    overfit_min_points: int = setting(3, ge=1)      # validation points after the minimum
+    overfit_rising_share: float = setting(0.6, ge=0, le=1)  # share of rising steps among the validations
+                                                    # after the minimum
+    overfit_train_drop: float = setting(0.01, ge=0) # training loss 1% lower at the end than at the validation minimum
     # val_noisy: validation noise (beyond the training trend) against training noise.
-    val_noisy_ratio: float = 3.0       # validation sigma 3x the per-step training sigma ...
-    val_noisy_min_rel: float = 0.01    # ... and 1% of the validation level (else a smooth curve's crumbs)
-    val_noisy_warn_rel: float = 0.05   # 5% of the level: a warning (it hides the 1% a data change moves)
-    val_min_points: int = 6            # validations needed to judge val_noisy and overfitting
+    val_noisy_ratio: float = setting(3.0, gt=0)     # validation sigma 3x the per-step training sigma ...
+    val_noisy_min_rel: float = setting(0.01, ge=0)  # ... and 1% of the validation level (else a smooth curve's
+                                                    # crumbs)
+    val_noisy_warn_rel: float = setting(0.05, ge=0) # 5% of the level: a warning (it hides the 1% a data change moves)
+    val_min_points: int = setting(6, ge=2)          # validations needed to judge val_noisy and overfitting
     # low_initial_loss: an untrained model scores about ln(vocab) (more with a wide initialisation).
-    low_initial_gap_rel: float = 0.25  # the first losses 25% of ln(vocab) below it ...
-    low_initial_gap_min: float = 1.0   # ... and at least 1 nat below it
-    low_initial_max_first_step: int = 10  # a record starting later has no initial loss to judge
+    low_initial_gap_rel: float = setting(0.25, ge=0)  # the first losses 25% of ln(vocab) below it ...
+    low_initial_gap_min: float = setting(1.0, ge=0) # ... and at least 1 nat below it
+    low_initial_max_first_step: int = setting(10, ge=1)  # a record starting later has no initial loss to judge
     # memorization: the gap between validation and the training loss at the same steps, large and growing.
-    memo_min_points: int = 3           # validations needed: a gap that opens by nats shows with a few points
-    memo_gap_rel: float = 0.10         # at the end, training 10% of the validation loss below it ...
-    memo_gap_min: float = 0.10         # ... and at least 0.1 nats (healthy single-pass runs: gap about 0)
-    memo_growth_rel: float = 0.5       # growing: at least half of the end gap opened since its smallest point
-    memo_rising_share: float = 0.6     # share of widening steps after that point
-    memo_noise_k: float = 3.0          # and the growth 3 sigmas of the gap's point-to-point noise
-    memo_warning_rel: float = 0.20     # severity: info below a 20% gap, warning up to 40%, critical beyond
-    memo_critical_rel: float = 0.40
+    memo_min_points: int = setting(3, ge=2)         # validations needed: a gap that opens by nats shows with a few
+                                                    # points
+    memo_gap_rel: float = setting(0.10, ge=0)       # at the end, training 10% of the validation loss below it ...
+    memo_gap_min: float = setting(0.10, ge=0)       # ... and at least 0.1 nats (healthy single-pass runs: gap about
+                                                    # 0)
+    memo_growth_rel: float = setting(0.5, ge=0, le=1)  # growing: at least half of the end gap opened since its smallest
+                                                    # point
+    memo_rising_share: float = setting(0.6, ge=0, le=1)  # share of widening steps after that point
+    memo_noise_k: float = setting(3.0, ge=0)        # and the growth 3 sigmas of the gap's point-to-point noise
+    memo_warning_rel: float = setting(0.20, ge=0)   # severity: info below a 20% gap, warning up to 40%, critical
+                                                    # beyond
+    memo_critical_rel: float = setting(0.40, ge=0)
     # epochs_beyond_plan: tokens trained against the manifest's total_tokens.
-    epochs_tol: float = 0.05           # more than 5% past the plan
+    epochs_tol: float = setting(0.05, ge=0)         # more than 5% past the plan
+
+    def check(self) -> str | None:
+        if self.spike_info_rel > self.spike_critical_rel:
+            return (f"spike_info_rel: {self.spike_info_rel:g} is above spike_critical_rel {self.spike_critical_rel:g}; "
+                    "info is for the smaller jumps")
+        if self.memo_warning_rel > self.memo_critical_rel:
+            return (f"memo_warning_rel: {self.memo_warning_rel:g} is above memo_critical_rel "
+                    f"{self.memo_critical_rel:g}; the warning band lies below the critical one")
+        return None
 
 
 @dataclass
@@ -300,8 +321,8 @@ def detect_spikes(c: _Curves, cfg: DiagnoseConfig) -> list[Finding]:
     out = []
     for a, b in _runs(flagged, max_gap=2):
         peak = a + int(np.argmax(np.where(flagged[a:b + 1], np.nan_to_num(z[a:b + 1], neginf=-1e300), -np.inf)))
-        if _warmup_grad_norm_only(judged[a:b + 1], rel[a:b + 1], [lr_by_step.get(int(s)) for s in steps[max(0, a - 1):b + 1]],
-                                  cfg):
+        lrs = [lr_by_step.get(int(s)) for s in steps[max(0, a - 1):b + 1]]
+        if _warmup_grad_norm_only(judged[a:b + 1], rel[a:b + 1], lrs, cfg):
             continue
         ev = {"loss": y[peak], "rolling_median": base[peak], "noise_sigma": noise[peak],
               "mad": noise[peak] * math.sqrt(2.0) / MAD_TO_SIGMA, "z": z[peak], "jump_rel": rel[peak],
@@ -851,9 +872,9 @@ def config_from_args(a: argparse.Namespace) -> DiagnoseConfig:
     spike = {} if a.spike_z is None and a.spike_window is None else {
         "spike_from_run": False, "spike_z": d.spike_z if a.spike_z is None else a.spike_z,
         "spike_window": d.spike_window if a.spike_window is None else a.spike_window}
-    return DiagnoseConfig(**spike, divergence_rise=a.divergence_rise,
-                          flat_min_frac=a.flat_frac, flat_tol=a.flat_tol, expected_floor=a.floor,
-                          val_noisy_ratio=a.val_noisy_ratio)
+    return validate(DiagnoseConfig(**spike, divergence_rise=a.divergence_rise,
+                                   flat_min_frac=a.flat_frac, flat_tol=a.flat_tol, expected_floor=a.floor,
+                                   val_noisy_ratio=a.val_noisy_ratio))
 
 
 def describe(rec, vocab: int | None) -> str:
@@ -879,7 +900,12 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     vocab = a.vocab_size or rec.vocab_size
-    result = assess_run(rec, vocab_size=vocab, cfg=config_from_args(a))
+    try:
+        cfg = config_from_args(a)
+    except ConfigError as e:  # a flag out of its range, named by its setting (--flat-frac: flat_min_frac)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    result = assess_run(rec, vocab_size=vocab, cfg=cfg)
     if a.json:
         print(json.dumps(result.to_dict(), indent=1))
         return 0
