@@ -110,7 +110,7 @@ spark-submit-command:
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events
 
 clean-dedup: setup $(PY_FILES)
-	$(PY) -m pipeline.config $(CONFIG)
+	$(GLASSBOX) config check --kind pipeline $(CONFIG)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
@@ -119,7 +119,7 @@ clean-dedup: setup $(PY_FILES)
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
 tokenize: setup $(PY_FILES)
-	$(PY) -m pipeline.config $(CONFIG)
+	$(GLASSBOX) config check --kind pipeline $(CONFIG)
 	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
 	  --py-files $(PY_FILES) $(EVENT_LOG) \
@@ -237,9 +237,9 @@ TRAIN_ARGS = $(RUN) --config $(TRAIN_CONFIG) $(if $(MANIFEST),--manifest $(MANIF
 .PHONY: pretrain
 pretrain: setup $(if $(filter $(SAMPLE_MANIFEST),$(MANIFEST)),$(SAMPLE_MANIFEST))
 	$(if $(and $(CONFIG_GIVEN),$(filter file,$(origin TRAIN_CONFIG))),@echo "note: make pretrain reads CONFIG=$(CONFIG) as the trainer config; name it TRAIN_CONFIG=$(CONFIG) (CONFIG= is the pipeline config)")
-	$(PY) -m train.config $(TRAIN_CONFIG)
+	$(GLASSBOX) config check --kind train $(TRAIN_CONFIG)
 ifeq ($(HOSTFILE),)
-	$(PY) -m train.launch --standalone --nproc_per_node=$$($(PY) -m train.config $(TRAIN_CONFIG) --world-size) \
+	$(PY) -m train.launch --standalone --nproc_per_node=$$($(GLASSBOX) config check --kind train $(TRAIN_CONFIG) --world-size) \
 	  -m train.pretrain $(TRAIN_ARGS)
 else
 	$(VENV)/bin/deepspeed --hostfile $(HOSTFILE) --no_local_rank --module train.pretrain $(TRAIN_ARGS)

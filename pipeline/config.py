@@ -6,7 +6,6 @@ after an hour of extraction costs an hour.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,24 +258,3 @@ def load_config(path: str | os.PathLike, base: Path | None = None) -> PipelineCo
         return parse_config(raw, str(path), base)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
-
-
-def main(argv: list[str]) -> int:
-    """`python -m pipeline.config CONFIG`: check a config without starting Spark."""
-    if len(argv) != 1:
-        print("usage: python -m pipeline.config CONFIG", file=sys.stderr)
-        return 2
-    try:
-        cfg = load_config(argv[0])
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
-    for name, src in sorted(cfg.sources.items()):
-        print(f"source {name}: {src.format}, {len(src.files)} file(s)")
-    for b in cfg.decontaminate.benchmarks:
-        print(f"benchmark {b.name}: {len(b.files)} file(s), fields {', '.join(b.fields)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -13,6 +13,7 @@ import math
 import subprocess
 import sys
 import typing
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,24 @@ def test_checking_a_config_imports_nothing_heavy():
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_one_checker_for_every_kind(tmp_path):
+    """`glassbox config check` is the one config checker, the one make runs before heavy work: every kind,
+    the pipeline's sources and benchmarks listed, a trainer config's process count for make pretrain, and a
+    wrong key named with exit 2."""
+    exe = [str(Path(sys.executable).with_name("glassbox")), "config", "check"]
+    run = lambda *a: subprocess.run(exe + list(a), cwd=REPO, capture_output=True, text=True, timeout=120)  # noqa: E731
+    out = run("examples/sample.yaml").stdout.splitlines()
+    assert out[0].startswith("examples/sample.yaml: pipeline config ok (4 sources")
+    assert "source zh: jsonl, 1 file(s)" in out and "benchmark mgsm_zh: 1 file(s), fields question" in out
+    assert run("train/configs/tiny.yaml", "--world-size", "--set", "parallel.tp=2").stdout.strip() == "2"
+    assert "mixture config ok" in run("mixes/sample.yaml").stdout
+    (tmp_path / "bad.yaml").write_text("sources: {web: {format: warc, paths: ['examples/sample/*.warc.gz']}}\n"
+                                       "clean: {langauges: [en]}\n")
+    r = run(str(tmp_path / "bad.yaml"))
+    assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
+    make = subprocess.run(["make", "-n", "--no-print-directory", "clean-dedup", "pretrain"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120).stdout
+    assert "config check --kind pipeline" in make and "config check --kind train" in make
+    assert "-m pipeline.config" not in make and "-m train.config" not in make

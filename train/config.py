@@ -3,7 +3,7 @@
 Every mistake names the key and the fix (``parallel.tp: 3 must divide model.n_heads (8) ...``), because
 a typo found after the model was built across eight processes costs minutes, and one found after a day
 costs a day. This module imports only the standard library and PyYAML, so ``make pretrain`` can ask it
-for the number of processes to launch (``python -m train.config CONFIG --world-size``) cheaply.
+for the number of processes to launch (``glassbox config check CONFIG --world-size``) cheaply.
 """
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import argparse
 import copy
 import dataclasses
 import importlib.util
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,26 +242,3 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         return parse_config(raw, str(path), overrides)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
-
-
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description="Check a trainer config (and print its process count).")
-    ap.add_argument("config")
-    ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
-    ap.add_argument("--world-size", action="store_true", help="print tp*pp*dp only")
-    args = ap.parse_args(argv)
-    try:
-        cfg = load_config(args.config, args.set)
-    except ConfigError as e:
-        print(f"config error: {e}", file=sys.stderr)
-        return 2
-    if args.world_size:
-        print(cfg.world_size)
-    else:
-        print(f"{args.config}: ok ({cfg.world_size} processes: tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
-              f"dp={cfg.parallel.dp}, gradient accumulation {cfg.grad_accum})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
