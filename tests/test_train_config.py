@@ -58,11 +58,12 @@ def test_defaults_overrides_and_yaml_exponents(tmp_path):
 
 
 def test_world_size_for_make():
-    r = subprocess.run([sys.executable, "-m", "train.config", str(CONFIGS / "7b.yaml"), "--world-size"],
-                       capture_output=True, text=True, cwd=REPO, check=True)
+    check = [sys.executable, "-m", "glassbox.cli", "config", "check", "--kind", "train"]
+    r = subprocess.run(check + [str(CONFIGS / "7b.yaml"), "--world-size"], capture_output=True, text=True, cwd=REPO,
+                       check=True)
     assert r.stdout.strip() == "32"
-    r = subprocess.run([sys.executable, "-m", "train.config", str(CONFIGS / "tiny.yaml"), "--set", "train.stepz=1"],
-                       capture_output=True, text=True, cwd=REPO)
+    r = subprocess.run(check + [str(CONFIGS / "tiny.yaml"), "--set", "train.stepz=1"], capture_output=True, text=True,
+                       cwd=REPO)
     assert r.returncode == 2 and "train.stepz: unknown key" in r.stderr
 
 
@@ -92,7 +93,8 @@ def test_make_pretrain_command_line():
     assert r.returncode == 0, r.stderr
     assert "-m train.pretrain runs/x --config train/configs/tiny.yaml --manifest m.json" in r.stdout
     assert "note:" not in r.stdout
-    assert "--nproc_per_node=$(" in r.stdout and "train.config train/configs/tiny.yaml --world-size" in r.stdout
+    assert "--nproc_per_node=$(" in r.stdout and "config check --kind train train/configs/tiny.yaml --world-size" \
+        in r.stdout
     r = subprocess.run(["make", "-n", "pretrain", "CONFIG=train/configs/1b.yaml", "MANIFEST=m.json", "RUN=r",
                         "STEPS=7"], cwd=REPO, capture_output=True, text=True)
     assert "-m train.pretrain r --config train/configs/1b.yaml --manifest m.json --steps 7" in r.stdout
