@@ -171,8 +171,8 @@ def run_command(config: Path, data: Path, width: int) -> dict:
 
 def time_config_check(config: Path) -> float:
     t0 = time.time()
-    subprocess.run([str(REPO / ".venv" / "bin" / "python"), "-m", "pipeline.config", str(config)], cwd=REPO,
-                   check=True, capture_output=True)
+    subprocess.run([str(REPO / ".venv" / "bin" / "glassbox"), "config", "check", "--kind", "pipeline", str(config)],
+                   cwd=REPO, check=True, capture_output=True)
     return round(time.time() - t0, 2)
 
 

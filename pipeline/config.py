@@ -258,3 +258,7 @@ def load_config(path: str | os.PathLike, base: Path | None = None) -> PipelineCo
         return parse_config(raw, str(path), base)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+if __name__ == "__main__":  # the one checker of every kind of config is glassbox/config_check.py
+    raise SystemExit("python -m pipeline.config is gone: run `glassbox config check FILE` (any kind of config)")

@@ -79,8 +79,8 @@ def test_json_config_and_bad_yaml(tmp_path):
 def test_cli_fails_fast_with_the_key(tmp_path):
     cfg = tmp_path / "bad.yaml"
     cfg.write_text("sources:\n  web:\n    format: warc\n    paths: ['missing/*.warc.gz']\n")
-    proc = subprocess.run([sys.executable, "-m", "pipeline.config", str(cfg)], capture_output=True, text=True,
-                          cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "glassbox.cli", "config", "check", str(cfg)], capture_output=True,
+                          text=True, cwd=tmp_path)
     assert proc.returncode == 2
     assert "sources.web.paths: no file matches" in proc.stderr
 

@@ -181,7 +181,7 @@ def test_tensorboard_requested_without_the_package_is_a_config_error(monkeypatch
     with pytest.raises(ConfigError, match=r"log\.tensorboard.*pip install tensorboard==2\.21\.0"):
         parse_config({"log": {"tensorboard": True}})
     parse_config({"log": {"tensorboard": False}})
-    r = subprocess.run([sys.executable, "-m", "train.config", str(REPO / "train/configs/tiny.yaml"),
+    r = subprocess.run([sys.executable, "-m", "glassbox.cli", "config", "check", str(REPO / "train/configs/tiny.yaml"),
                         "--set", "log.sample_every=-1"], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 2 and "log.sample_every: must be >= 0" in r.stderr
 

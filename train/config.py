@@ -242,3 +242,7 @@ def load_config(path: str | Path, overrides: list[str] | None = None) -> TrainCo
         return parse_config(raw, str(path), overrides)
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
+
+
+if __name__ == "__main__":  # the one checker of every kind of config is glassbox/config_check.py
+    raise SystemExit("python -m train.config is gone: run `glassbox config check FILE` (any kind of config)")
