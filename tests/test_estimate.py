@@ -40,14 +40,18 @@ def test_llama2_7b_by_hand():
 
 def test_activations_small_case_by_hand():
     shape = E.Shape(n_layers=2, d_model=64, n_heads=4, n_kv_heads=2, ffn_hidden=256, vocab_size=100)
-    # per token and layer: 6*64 + 2*32 + 4*256 = 1472 values = 2944 bytes in bf16; logits 6 bytes x 100
+    # per token and layer: 6*64 + 2*32 + 4*256 = 1472 values = 2944 bytes in bf16; logits and their gradient
+    # 2 x 2 bytes x 100; the 24 tokens are one loss chunk: 8 bytes x 100 in fp32
     acts = E.activation_bytes(shape, batch=3, seq=8, precision="bf16", checkpointing=False, attention="flash")
-    assert acts == 3 * 8 * (2 * 2944 + 600)
+    assert acts == 3 * 8 * (2 * 2944 + 400 + 800)
     eager = E.activation_bytes(shape, 3, 8, "bf16", False, "eager")
     assert eager - acts == 3 * 8 * 2 * (4 * 8) * 2                  # h x s probabilities per token and layer
     ckpt = E.activation_bytes(shape, 3, 8, "bf16", True, "flash")
-    assert ckpt == 3 * 8 * (2 * 64 * 2 + 2944 + 600)                 # layer inputs + one layer recomputed
-    assert E.activation_bytes(shape, 3, 8, "fp32", False, "flash") == 3 * 8 * (2 * 2944 * 2 + 600)
+    assert ckpt == 3 * 8 * (2 * 64 * 2 + 2944 + 1200)                # layer inputs + one layer recomputed
+    assert E.activation_bytes(shape, 3, 8, "fp32", False, "flash") == 3 * 8 * (2 * 2944 * 2 + 800 + 800)
+    # Past one chunk the fp32 part stops growing: 8192 tokens hold 4096 rows of it
+    big = E.activation_bytes(shape, 8, 1024, "bf16", False, "flash", layers=0)
+    assert big == 8192 * 400 + E.LOSS_CHUNK_ROWS * 800
     # Llama-2-7B: 12*4096 + 4*4096 + 8*11008 = 153600 bytes per token and layer in bf16
     llama, _ = E.from_config(LLAMA2_7B)
     assert llama.act_bytes_per_token_layer(2, 4096, "flash") == 153_600

@@ -13,7 +13,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from train.model import Llama, ModelConfig
-from train.parallel.tensor_parallel import shard, vocab_parallel_cross_entropy
+from train.parallel.cross_entropy import vocab_parallel_cross_entropy
+from train.parallel.tensor_parallel import shard
 
 CFG = dict(vocab_size=90, n_layers=2, d_model=32, n_heads=4, n_kv_heads=2, ffn_hidden=64, max_seq_len=12,
            vocab_multiple=32, seed=11)

@@ -17,7 +17,8 @@ What is counted:
   inputs and outputs, q, k, v, the attention output, the SwiGLU gate, up, activation and product), i.e.
   12·d + 4·d_kv + 8·ffn bytes in bf16 (about 37·d for Llama-2-7B, near the 34·d of Korthikanti et al. for
   GPT); plus h·s attention probabilities per token with ``--attention eager`` (flash attention keeps
-  none); plus the logits (6 bytes per vocabulary entry: bf16 logits and their fp32 softmax). Full
+  none); plus the logits and their gradient in the training precision, and one chunk of the loss in fp32
+  (``LOSS_CHUNK_ROWS`` tokens x vocabulary x 8 bytes: train/parallel/cross_entropy.py). Full
   activation checkpointing keeps each layer's input (d values) and recomputes one layer at a time. An
   estimate: allocator slack, temporary buffers and communication buckets are what ``--reserve`` (10% of
   the GPU by default) is for.
@@ -38,6 +39,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from glassbox.contracts import llama_block_params, llama_param_count
+
+LOSS_CHUNK_ROWS = 4096      # train/parallel/cross_entropy.py's CHUNK_ROWS (a test keeps them equal)
 
 GB = 1e9
 MIB = 2 ** 20
@@ -86,8 +89,9 @@ class Shape:
             values += self.n_heads * seq
         return values * bytes_per_value
 
-    def logits_bytes_per_token(self) -> float:
-        return 6 * self.vocab_size
+    def logits_bytes_per_token(self, bytes_per_value: float = 2) -> float:
+        """The logits and, in backward, their gradient, in the training precision."""
+        return 2 * bytes_per_value * self.vocab_size
 
 
 def default_ffn(d_model: int) -> int:
@@ -201,7 +205,11 @@ def activation_bytes(shape: Shape, batch: int, seq: int, precision: str, checkpo
         kept = inputs + (tokens * per_layer if layers else 0)
     else:
         kept = in_flight * tokens * layers * per_layer
-    return kept + (tokens * shape.logits_bytes_per_token() if logits else 0.0)
+    if not logits:
+        return kept
+    # The loss upcasts one chunk of rows at a time (fp32 logits and their exponentials).
+    loss_chunk = min(tokens, LOSS_CHUNK_ROWS) * 8 * shape.vocab_size
+    return kept + tokens * shape.logits_bytes_per_token(ACT_BYTES[precision]) + loss_chunk
 
 
 def training_memory(params: float, shape: Shape, batch: int, seq: int, precision: str = "bf16",

@@ -24,8 +24,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from train.model_config import ModelConfig  # noqa: F401  (re-exported)
+from train.parallel.cross_entropy import vocab_parallel_cross_entropy
 from train.parallel.tensor_parallel import (ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding,
-                                            copy_to_tp, shard, tp_rank, tp_size, vocab_parallel_cross_entropy)
+                                            copy_to_tp, shard, tp_rank, tp_size)
 
 
 def _param_seed(seed: int, name: str) -> int:
@@ -116,11 +117,13 @@ class Attention(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         x = copy_to_tp(x, self.group)
-        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
+        k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
         cos, sin = rope_cos_sin(T, self.head_dim, self.cfg.rope_theta, x.device, q.dtype)
-        q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        # Rotated while [B, T, heads, dim] is still contiguous (cos, sin broadcast over heads), then transposed.
+        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+        q, k = apply_rope(q, cos, sin).transpose(1, 2), apply_rope(k, cos, sin).transpose(1, 2)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
                                            enable_gqa=self.n_kv_heads != self.n_heads)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))

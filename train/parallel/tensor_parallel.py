@@ -9,8 +9,7 @@ A tensor-parallel group of ``tp`` ranks holds one slice of every large matrix:
   hidden state and ``reduce_from_tp`` sums the partial outputs (all-reduce forward, identity backward).
 - ``VocabParallelEmbedding``: each rank holds a contiguous range of the vocabulary rows; ids outside the
   range give zeros and the all-reduce assembles the embedding.
-- ``vocab_parallel_cross_entropy``: the loss over logits that stay split by vocabulary range: only the
-  per-token max, sum of exponentials and target logit cross the group, never the logits.
+- the loss over logits that stay split by vocabulary range is in ``cross_entropy.py``.
 
 With ``group=None`` (one rank) every layer is a plain PyTorch layer and no communication happens, so the
 single-process model and the sharded one are the same code. Sharded weights carry
@@ -133,32 +132,6 @@ class VocabParallelEmbedding(nn.Module):
         local = (ids - self.vocab_start).masked_fill(outside, 0)
         out = F.embedding(local, self.weight).masked_fill(outside.unsqueeze(-1), 0.0)
         return reduce_from_tp(out, self.group)
-
-
-def vocab_parallel_cross_entropy(logits: torch.Tensor, labels: torch.Tensor, group=None,
-                                 vocab_start: int = 0, z_loss: float = 0.0):
-    """Mean cross entropy (and mean logsumexp^2 z-loss) over logits split by vocabulary range.
-
-    ``logits``: [..., V/tp] this rank's columns, ``vocab_start`` the first id they cover; ``labels``: [...]
-    global ids. Computed in fp32. Returns (loss to optimize, cross entropy, z-loss term), all scalars.
-    """
-    logits = logits.float()
-    # The max only shifts the exponentials for stability; no gradient flows through it.
-    with torch.no_grad():
-        m = logits.max(dim=-1).values
-        if tp_size(group) > 1:
-            dist.all_reduce(m, op=dist.ReduceOp.MAX, group=group)
-    sum_exp = reduce_from_tp(torch.exp(logits - m.unsqueeze(-1)).sum(dim=-1), group)
-    lse = torch.log(sum_exp) + m
-    local = labels - vocab_start
-    outside = (local < 0) | (local >= logits.shape[-1])
-    target = logits.gather(-1, local.clamp(0, logits.shape[-1] - 1).unsqueeze(-1)).squeeze(-1)
-    target = reduce_from_tp(target.masked_fill(outside, 0.0), group)
-    ce = (lse - target).mean()
-    if z_loss:
-        z = z_loss * lse.square().mean()
-        return ce + z, ce.detach(), z.detach()
-    return ce, ce.detach(), torch.zeros((), device=ce.device)
 
 
 def shard(full: torch.Tensor, dim: int | None, group) -> torch.Tensor:
