@@ -3,9 +3,11 @@
 #
 #   bench/gpu_throughput.sh [STEPS]        (default 20 per throughput run; the first 5 are warm-up, not counted)
 #
-# 1. tokens/s and MFU in bf16 of each config in CONFIGS (default train/configs/125m.yaml and 350m.yaml) as pure
-#    data parallel over NGPU GPUs (default: all visible), at global batch GLOBAL_BATCH (default 64 sequences:
-#    the micro-batch of the config, so per-token speed is the config's, in a quarter of the time per step);
+# 1. tokens/s, MFU, peak memory (against `glassbox estimate`'s figure for the same batch) and torch.compile
+#    time in bf16 of each config in CONFIGS (default train/configs/125m.yaml, 350m.yaml and 1b-1gpu.yaml) as
+#    pure data parallel over NGPU GPUs (default: all visible), at global batch GLOBAL_BATCH (default 64
+#    sequences: the micro-batch of the config, so per-token speed is the config's), compiled blocks, fused
+#    AdamW, flash attention and the chunked loss as the trainer does by default on a GPU;
 # 2. a resharded resume (train/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
 #    ~1e-6; tests/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
 #    5 steps in the same layout, and a copy of the checkpoint goes on 5 steps in another layout: tp=2 with
@@ -56,7 +58,7 @@ else
     exit 1
   fi
   STEPS=${1:-${STEPS:-20}}
-  CONFIGS=${CONFIGS:-train/configs/125m.yaml train/configs/350m.yaml}
+  CONFIGS=${CONFIGS:-train/configs/125m.yaml train/configs/350m.yaml train/configs/1b-1gpu.yaml}
   PRECISION=bf16
   GLOBAL_BATCH=${GLOBAL_BATCH:-64}
   RESHARD_CONFIG=${RESHARD_CONFIG:-train/configs/125m.yaml}
@@ -124,16 +126,24 @@ for CONFIG in $CONFIGS; do
     --set parallel.tp=1 --set parallel.pp=1 --set parallel.dp="$NGPU" --set train.precision=$PRECISION \
     --set train.global_batch_size=$G --set checkpoint.every=0 --set checkpoint.keep=1 "${PEAK[@]}"
   if [ "$RC" -eq 0 ]; then
-    read -r TPS MFU NCOUNT < <($PY - "$OUT/runs/throughput-$name" <<'PY'
+    EST=$($PY -m train.estimate --config "$CONFIG" --gpu-mem 141 --dp "$NGPU" --zero 1 --json \
+          | $PY -c 'import json, sys; print(round(json.load(sys.stdin)["training_gb"]["total"] / 1.073741824, 1))' \
+          || echo "-")
+    read -r TPS MFU NCOUNT PEAK_GIB COMPILE_S < <($PY - "$OUT/runs/throughput-$name" <<'PY'
 import json, statistics, sys
-rows = [json.loads(l) for l in open(f"{sys.argv[1]}/metrics.jsonl") if '"kind": "train"' in l][5:]
+every = [json.loads(l) for l in open(f"{sys.argv[1]}/metrics.jsonl") if '"kind": "train"' in l]
+rows = every[5:]
 tps = statistics.median(r["tokens_per_s"] for r in rows) if rows else 0
 mfu = [r["mfu"] for r in rows if r.get("mfu") is not None]
-print(round(tps), round(statistics.median(mfu), 4) if mfu else "-", len(rows))
+peak = max((r["peak_mem_gib"] for r in every if r.get("peak_mem_gib")), default=None)
+comp = max((r["compile_s"] for r in every if r.get("compile_s")), default=None)
+print(round(tps), round(statistics.median(mfu), 4) if mfu else "-", len(rows),
+      "-" if peak is None else round(peak, 1), "-" if comp is None else round(comp, 1))
 PY
 )
     row what "throughput" config "$name" precision $PRECISION layout "tp1 pp1 dp$NGPU" global_batch "$G" \
-      steps_counted "$NCOUNT" tokens_per_s "$TPS" tokens_per_s_per_gpu "$(( TPS / NGPU ))" mfu "$MFU" wall_s "$WALL" status ok
+      steps_counted "$NCOUNT" tokens_per_s "$TPS" tokens_per_s_per_gpu "$(( TPS / NGPU ))" mfu "$MFU" \
+      peak_gib "$PEAK_GIB" estimate_gib "$EST" compile_s "$COMPILE_S" wall_s "$WALL" status ok
   else
     row what "throughput" config "$name" precision $PRECISION layout "tp1 pp1 dp$NGPU" wall_s "$WALL" status "failed ($RC)"
   fi
@@ -192,7 +202,8 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 cols = [("what", "what"), ("config", "config"), ("precision", "prec"), ("layout", "layout"),
         ("global_batch", "batch"), ("tokens_per_s", "tokens/s"), ("tokens_per_s_per_gpu", "tokens/s/GPU"),
-        ("mfu", "MFU"), ("max_rel_loss_diff", "max rel loss diff"), ("wall_s", "wall s"), ("status", "status")]
+        ("mfu", "MFU"), ("peak_gib", "peak GiB"), ("estimate_gib", "estimate GiB"), ("compile_s", "compile s"),
+        ("max_rel_loss_diff", "max rel loss diff"), ("wall_s", "wall s"), ("status", "status")]
 cols = [(k, h) for k, h in cols if any(k in r for r in rows)]
 table = [[h for _, h in cols]] + [[str(r.get(k, "")) for k, _ in cols] for r in rows]
 width = [max(len(x[i]) for x in table) for i in range(len(cols))]

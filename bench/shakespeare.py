@@ -15,8 +15,15 @@ windows of 64 (nanoGPT averages random windows of the same length: the same quan
 the final checkpoint loaded back from the run directory.
 
     .venv/bin/python bench/shakespeare.py [--text ../shared/data/text/reference/tinyshakespeare.txt]
+    .venv/bin/python bench/shakespeare.py --threads 2 --nanogpt DIR     # and nanoGPT itself, back to back
 
 Several minutes on a CPU core. Target: val loss <= 1.88.
+
+With ``--nanogpt DIR`` (a checkout of karpathy/nanoGPT; nothing of it enters this repository) the bench also
+runs nanoGPT's ``train.py`` with exactly those settings in a scratch copy under the work directory (its own
+``prepare.py`` on the same text), both processes with the same thread count, one after the other, and prints
+the wall ratio (whole processes: start-up, data, training, nanoGPT's evaluations) and both validation losses.
+nanoGPT's is its own estimate at step 2000 (20 random windows), ours is over every window of the split.
 """
 from __future__ import annotations
 
@@ -96,23 +103,62 @@ def window_loss(model, ids: list[int], T: int = 64, limit: int | None = None) ->
     return total / count
 
 
+NANOGPT_FLAGS = ["config/train_shakespeare_char.py", "--device=cpu", "--compile=False", "--eval_iters=20",
+                 "--log_interval=1", "--block_size=64", "--batch_size=12", "--n_layer=4", "--n_head=4",
+                 "--n_embd=128", "--lr_decay_iters=2000", "--dropout=0.0"]
+
+
+def run_nanogpt(checkout: Path, text: str, work: Path, steps: int, threads: int) -> dict:
+    """nanoGPT's README CPU run in a scratch copy of the checkout; returns its wall and losses."""
+    import re
+    import shutil
+
+    dest = work / "nanogpt"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(checkout, dest, ignore=shutil.ignore_patterns(".git", "assets", "*.ipynb"))
+    data = dest / "data" / "shakespeare_char"
+    (data / "input.txt").write_text(text, encoding="utf-8")      # prepare.py downloads only when it is missing
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+    subprocess.run([sys.executable, "prepare.py"], cwd=data, check=True, env=env, stdout=subprocess.DEVNULL)
+    t0, c0 = time.time(), children_cpu()
+    out = subprocess.run([sys.executable, "train.py", *NANOGPT_FLAGS, f"--max_iters={steps}",
+                          f"--out_dir={dest / 'out'}"], cwd=dest, check=True, env=env, capture_output=True,
+                         text=True).stdout
+    wall, cpu = time.time() - t0, children_cpu() - c0
+    evals = re.findall(r"step (\d+): train loss ([\d.]+), val loss ([\d.]+)", out)
+    if not evals:
+        raise SystemExit(f"nanoGPT printed no evaluation:\n{out[-2000:]}")
+    step, train, val = evals[-1]
+    return {"wall_s": wall, "cpu_s": cpu, "val_loss": float(val), "train_loss": float(train), "at_step": int(step)}
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of this process's finished children: less disturbed than the wall by
+    other load on a shared machine, so printed beside it."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--text", default=str(REPO.parent / "shared" / "data" / "text" / "reference" / "tinyshakespeare.txt"))
     ap.add_argument("--steps", type=int, default=2000)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--nanogpt", default=None, metavar="DIR", help="a nanoGPT checkout to run back to back")
     args = ap.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="glassbox-shakespeare-"))
     text = Path(args.text).read_text(encoding="utf-8")
     manifest, val_ids, train_ids, vocab = build_data(text, work / "data", args.steps)
     (work / "config.yaml").write_text(CONFIG.format(steps=args.steps))
     run = work / "run"
-    t0 = time.time()
+    t0, c0 = time.time(), children_cpu()
     subprocess.run([sys.executable, "-m", "train.pretrain", "--config", str(work / "config.yaml"), "--manifest",
                     str(manifest), "--run", str(run)], cwd=REPO, check=True,
                    env={**os.environ, "OMP_NUM_THREADS": str(args.threads)})
-    wall = time.time() - t0
+    wall, cpu = time.time() - t0, children_cpu() - c0
 
     import torch
 
@@ -129,8 +175,15 @@ def main() -> int:
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     result = {"val_loss": val, "train_loss_sample": train, "nanogpt_val_loss": 1.88, "pass": val <= 1.88,
               "steps": args.steps, "vocab_size": vocab, "params": mcfg.num_params(),
-              "uniform_loss": math.log(vocab), "final_train_batch_loss": rows[-1]["loss"], "wall_s": wall,
+              "uniform_loss": math.log(vocab), "final_train_batch_loss": rows[-1]["loss"], "wall_s": wall, "cpu_s": cpu,
               "run": str(run)}
+    if args.nanogpt:
+        ref = run_nanogpt(Path(args.nanogpt), text, work, args.steps, args.threads)
+        result["nanogpt"] = ref
+        result["wall_ratio"], result["cpu_ratio"] = wall / ref["wall_s"], cpu / ref["cpu_s"]
+        print(f"threads {args.threads}: glassbox {wall:.1f} s wall, {cpu:.1f} s CPU (val {val:.3f}); nanoGPT "
+              f"{ref['wall_s']:.1f} s wall, {ref['cpu_s']:.1f} s CPU (val {ref['val_loss']:.3f} at step "
+              f"{ref['at_step']}); ratio wall {result['wall_ratio']:.2f}, CPU {result['cpu_ratio']:.2f}", flush=True)
     print(json.dumps(result, indent=1))
     return 0
 

@@ -1,4 +1,5 @@
 """Trainer config: every mistake names the key and the fix, before any heavy work."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,24 @@ REPO = Path(__file__).resolve().parents[1]
 CONFIGS = REPO / "train" / "configs"
 
 
-@pytest.mark.parametrize("name, world", [("tiny", 1), ("125m", 8), ("350m", 8), ("1b", 8), ("7b", 32)])
+@pytest.mark.parametrize("name, world", [("tiny", 1), ("125m", 8), ("350m", 8), ("1b", 8), ("1b-1gpu", 1),
+                                         ("7b", 32)])
 def test_bundled_configs_are_valid(name, world):
     cfg = load_config(CONFIGS / f"{name}.yaml")
     assert cfg.world_size == world
     assert cfg.grad_accum * cfg.train.micro_batch_size * cfg.parallel.dp == cfg.train.global_batch_size
     if name != "tiny":
         assert cfg.train.precision == "bf16"
+
+
+def test_the_one_gpu_1b_config_fits_an_h200_by_the_estimate():
+    """What its comment says: 73.8 GB without activation checkpointing, well inside 141 GB less 10 %."""
+    out = subprocess.run([sys.executable, "-m", "train.estimate", "--config", str(CONFIGS / "1b-1gpu.yaml"),
+                          "--gpu-mem", "141", "--no-checkpointing", "--dp", "1", "--zero", "1", "--json"],
+                         cwd=REPO, capture_output=True, text=True, check=True).stdout
+    got = json.loads(out)
+    assert got["training_layout"] == {"tp": 1, "pp": 1, "gpus": 1, "per_gpu_gb": got["training_gb"]["total"]}
+    assert got["training_gb"]["total"] == pytest.approx(73.8, abs=0.05)
 
 
 @pytest.mark.parametrize("raw, key, fix", [

@@ -247,3 +247,23 @@ def test_source_too_small_for_validation_gets_none_with_a_warning(data):
     assert [o.names[s] for s in o.val_sources] == ["wiki"]
     assert len(o.streams[o.names.index("prose")].val_docs) == 0
     assert any("source prose: too small" in w for w in o.warnings)
+
+
+def test_read_ahead_gives_the_same_batches_in_any_order_and_logs_only_what_is_taken(data, tmp_path):
+    """Step t + 1 is read on a thread while t trains; a rollback asks for another step: same batches as a
+    fresh loader, and the consumed log lists exactly the steps handed over."""
+    _, _, m, cache = data
+    o = _order(m, cache, 100)
+    log = tmp_path / "consumed.jsonl"
+    ahead = Loader(o, 8, 2, 1, 0, consumed_log=log)
+    for step in (0, 1, 2, 1, 5, 6, 11):          # sequential, back (a rollback), forward, the last step
+        fresh = list(Loader(o, 8, 2, 1, 0).train(step))
+        got = list(ahead.train(step))
+        assert len(got) == 4 and all(torch_equal(a, b) for a, b in zip(got, fresh))
+    steps = [json.loads(x)["step"] for x in log.read_text().splitlines()]
+    assert steps == [s for s in (0, 1, 2, 1, 5, 6, 11) for _ in range(4)]
+    assert ahead._ahead is None                  # nothing read past the data order's end (100 samples: step 11)
+
+
+def torch_equal(a, b):
+    return all(bool((x == y).all()) for x, y in zip(a, b))

@@ -145,7 +145,8 @@ def test_the_run_record_notes_the_layout_change(runs):
     root = runs["root"]
     inv = json.loads((root / "D" / "run.json").read_text())["invocations"]
     changes = [i["layout_change"] for i in inv if "layout_change" in i]
-    lay = lambda tp, pp, dp: {"tp": tp, "pp": pp, "dp": dp, "zero_stage": 1}     # noqa: E731
+    # zero_stage by default: ZeRO-1 with data parallel ranks, none with one (fp32)
+    lay = lambda tp, pp, dp: {"tp": tp, "pp": pp, "dp": dp, "zero_stage": int(dp > 1)}     # noqa: E731
     assert changes == [{"step": 10, "from": lay(2, 2, 2), "to": lay(2, 1, 1)},
                        {"step": 15, "from": lay(2, 1, 1), "to": lay(1, 2, 2)}]
     resolved = json.loads((root / "D" / "config.json").read_text())

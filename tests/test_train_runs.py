@@ -17,7 +17,8 @@ a missing all-reduce changes the very first forward loss by O(1), a gradient sca
 tensor parallel factor changes grad_norm by 2x and the step-2 loss by ~1e-3, clipping that ignores the
 sharded parameters changes grad_norm by ~30%.
 
-Resume: a run stopped after step 2 (STEPS=2) and continued gives bit-identical losses; a run whose rank 0
+Resume: a run stopped after step 2 (STEPS=2) and continued gives bit-identical losses, with a busy loop on every
+core while it runs (the uninterrupted reference ran without); a run whose rank 0
 is SIGKILLed after step 3 (between checkpoints, with a stale half-written checkpoint directory left behind)
 resumes from step 2 and matches the uninterrupted run. The samples each rank actually read (``data.log_consumed``)
 prove the committed steps consumed exactly the first steps x global_batch samples of the index, each once.
@@ -34,7 +35,7 @@ from train.data.manifest import read_manifest
 from train.data.sample_index import DataOrder
 from train.data.shards import ShardCache
 from train.metrics import read_metrics
-from train_fixtures import EQUIVALENCE_EPS, launch, make_dataset, weight_mismatches
+from train_fixtures import EQUIVALENCE_EPS, cpu_hog, launch, make_dataset, weight_mismatches
 
 CONFIG = """
 model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64}
@@ -80,7 +81,10 @@ def _compare(rows, ref, rel=REL):
 
 
 @pytest.mark.trainer
-def test_reference_run_is_sane(reference):
+def test_reference_run_is_sane(setup, reference):
+    kernels = json.loads((setup[0] / "ref" / "run.json").read_text())["invocations"][-1]["kernels"]
+    assert kernels == {"engine": "single_stage", "compile": False, "attention": "cpu", "optimizer": "AdamW (fused)",
+                       "cpu_threads": kernels["cpu_threads"]} and kernels["cpu_threads"] >= 1
     train_rows = [r for r in reference if r["kind"] == "train"]
     assert [r["step"] for r in train_rows] == list(range(1, STEPS + 1))
     assert train_rows[-1]["loss"] < train_rows[0]["loss"]
@@ -99,6 +103,8 @@ def test_parallel_layout_matches_one_process(setup, reference, tp, pp, dp, extra
     train(setup, run, nproc=tp * pp * dp,
           sets=[f"parallel.tp={tp}", f"parallel.pp={pp}", f"parallel.dp={dp}", *extra])
     _compare(read_metrics(setup[0] / run, None), reference)
+    engine = json.loads((setup[0] / run / "run.json").read_text())["invocations"][-1]["kernels"]["engine"]
+    assert engine == ("single_stage" if pp == 1 else "pipeline")
     # The final checkpoint, tensor slices merged, is the one-process model's: with Adam's eps at EQUIVALENCE_EPS
     # the weights agree within WEIGHT_ATOL (argued in tests/train_fixtures.py), while a slice in the wrong place
     # is off by ~init std 0.02 (tests/test_export.py proves the comparison catches that).
@@ -135,10 +141,12 @@ def _check_cursor(setup, run, resumed_at):
 
 @pytest.mark.trainer
 def test_stop_and_continue_is_bit_identical(setup, reference):
+    """On a loaded machine (the reference ran without the load): the thread count is pinned (train/threads.py)."""
     root = setup[0]
-    train(setup, "resume", steps=2)
-    assert [r["step"] for r in read_metrics(root / "resume")] == [1, 2]
-    r = train(setup, "resume")
+    with cpu_hog():
+        train(setup, "resume", steps=2)
+        assert [r["step"] for r in read_metrics(root / "resume")] == [1, 2]
+        r = train(setup, "resume")
     assert "resuming from step 2" in r.stdout
     rows = read_metrics(root / "resume")
     _compare(rows, [x for x in reference if x["kind"] == "train"], rel=0)

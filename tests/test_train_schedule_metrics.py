@@ -54,3 +54,28 @@ def test_mfu_uses_the_peak():
     assert log.mfu(1000) == pytest.approx(0.5)
     assert device_peak_flops("bf16", override_tflops=100) == 1e14
     assert device_peak_flops("bf16") is None        # CPU here: unknown peak, mfu null
+
+
+def test_deferred_rows_are_the_rows_written_at_once(tmp_path):
+    """On a GPU rows wait for the log step: the same rows (tensors read then), in order, nothing lost at the
+    stop step, and nothing written before the log step."""
+    import torch
+
+    from train.metrics import DeferredRows
+
+    def log(d):
+        return MetricsLog(tmp_path / d, stop_step=7, log_every=3, flops_per_token=6e6, peak_flops_per_device=None,
+                          devices=1)
+    for d in ("now", "later"):
+        (tmp_path / d).mkdir()
+    now, later = DeferredRows(log("now"), True, 3, 7), DeferredRows(log("later"), False, 3, 7)
+    for step in range(1, 8):
+        for rows in (now, later):
+            rows.add(step=step, tokens=step * 64, loss=torch.tensor(5.0 - step / 8), lr=1e-3,
+                     grad_norm=torch.tensor(0.5 * step), step_tokens=64, seconds=0.01, ce=torch.tensor(4.0))
+        written = (tmp_path / "later" / "metrics.jsonl")
+        assert (written.is_file() and len(read_metrics(tmp_path / "later"))) == (step // 3 * 3 if step < 7 else 7)
+    a, b = read_metrics(tmp_path / "now"), read_metrics(tmp_path / "later")
+    keys = ("step", "tokens", "loss", "lr", "grad_norm", "ce")
+    assert [[r[k] for k in keys] for r in a] == [[r[k] for k in keys] for r in b]
+    assert all(isinstance(r["loss"], float) and r["step_s"] >= 0 for r in b)

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -170,3 +171,15 @@ def weight_mismatches(a: dict, b: dict, atol: float = WEIGHT_ATOL) -> list[tuple
         elif (d := (a[k].float() - b[k].float()).abs().max().item()) > atol:
             out.append((k, d))
     return out
+
+
+@contextmanager
+def cpu_hog():
+    """A busy loop on every core while the block runs: a loaded machine, as CI often is."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()

@@ -57,7 +57,12 @@ class TrainSection:
     precision: str = setting("fp32", choices=("fp32", "bf16"))
     seed: int = setting(1234, ge=0)
     activation_checkpointing: bool = False
-    zero_stage: int = setting(1, choices=(0, 1), why="DeepSpeed refuses ZeRO-2/3 with a pipeline engine")
+    # null: ZeRO-1 where it partitions something (dp > 1) or bf16 needs it, otherwise 0 (no flat copies, no
+    # reduction over one rank: about a tenth of a small fp32 model's step on a CPU).
+    # torch.compile of each transformer block (train/kernels.py); null: on GPU. On a CPU the compile (about half
+    # a minute) pays off only in runs of thousands of steps.
+    compile: bool | None = None
+    zero_stage: int | None = setting(None, choices=(0, 1), why="DeepSpeed refuses ZeRO-2/3 with a pipeline engine")
     # Loss spikes (train/monitor/spike_rule.py). A step is an outlier when its loss or pre-clipping gradient norm
     # is a robust z-score above the accepted steps before it, or not finite; every rank takes the decision
     # on the same all-reduced numbers. off: not judged (the diagnosis, glassbox diagnose, still finds spikes afterwards); skip:
@@ -83,6 +88,7 @@ class OptimizerSection:
     weight_decay: float = setting(0.1, ge=0)         # on matrices and embeddings, never on norm weights
     grad_clip: float = setting(1.0, ge=0)            # global L2 norm; 0 disables
     z_loss: float = setting(0.0, ge=0)               # coefficient of mean(logsumexp^2); 0 disables
+    fused: bool = True                 # torch's fused AdamW: one kernel over every tensor (CPU and GPU); false: a loop
 
 
 @dataclass
@@ -105,6 +111,10 @@ class LogSection:
     telemetry: bool = True             # data telemetry of the batch on every log.every-th metrics row
     sample_every: int = setting(100, ge=0)           # steps; decoded text of that step's first sequences; 0 = off
     tensorboard: bool = False          # every scalar of metrics.jsonl also to <run>/tensorboard/ (needs tensorboard)
+    # Each step's row read and written as the step ends. null: on CPU only (reading a number is free there);
+    # on a GPU the rows of the steps between log lines are read together on the log step, so those steps
+    # never wait for the device, and their step_s is the interval's mean.
+    rows_every_step: bool | None = None
 
 
 @dataclass
@@ -189,6 +199,8 @@ def _validate(cfg: TrainConfig) -> None:
         raise ConfigError("log.tensorboard: true needs the tensorboard package, which is not installed: "
                           "pip install tensorboard==2.21.0 (or set log.tensorboard: false; metrics.jsonl and "
                           "glassbox report hold the same numbers)")
+    if t.zero_stage is None:
+        t.zero_stage = 1 if par.dp > 1 or t.precision == "bf16" else 0
     if t.precision == "bf16" and t.zero_stage == 0:
         # DeepSpeed accumulates bf16 gradients in fp32 only inside its ZeRO-1 (bf16) optimizer; without ZeRO it
         # refuses fp32 accumulation in deepspeed.initialize, and accumulating in bf16 loses the small gradients.

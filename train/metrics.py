@@ -138,6 +138,49 @@ class MetricsLog:
         return row
 
 
+class DeferredRows:
+    """Training rows of metrics.jsonl, read from the device only when written: at once when ``every_step``
+    (default: on CPU), otherwise on log steps, before validation and checkpoints, and before a spike is
+    handled, all pending rows together, their ``seconds`` the interval's wall time shared out (the per-step
+    timer sees only kernel launches when nothing waits for the device)."""
+
+    def __init__(self, metrics: MetricsLog, every_step: bool | None, log_every: int, stop: int):
+        self.metrics, self.log_every, self.stop = metrics, log_every, stop
+        if every_step is None:
+            import torch
+
+            every_step = not torch.cuda.is_available()
+        self.every_step = every_step
+        self.pending: list[dict] = []
+        self.restart_interval()
+
+    def restart_interval(self) -> None:
+        self.interval_start = time.perf_counter()
+
+    def add(self, **row) -> None:
+        self.pending.append(row)
+        if self.every_step or row["step"] % self.log_every == 0 or row["step"] == self.stop:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        rows = [{k: _number(v) for k, v in row.items()} for row in self.pending]   # reads: waits for the device
+        if not self.every_step:
+            share = (time.perf_counter() - self.interval_start) / len(rows)
+            for row in rows:
+                row["seconds"] = share
+        for row in rows:
+            self.metrics.train(**row)
+        self.pending = []
+        self.restart_interval()
+
+
+def _number(value):
+    """A tensor's value as a Python float; anything else unchanged."""
+    return float(value) if hasattr(value, "item") else value
+
+
 def read_metrics(run_dir: str | Path, kind: str | None = "train") -> list[dict]:
     """Rows of a run's metrics.jsonl (of one kind, or all with kind=None)."""
     rows = []

@@ -75,22 +75,26 @@ def parse_args(argv=None):
 
 def build_engine(cfg, mcfg: ModelConfig):
     """Collective: the model as a pipeline over this config's tp x pp x dp topology in a DeepSpeed engine with
-    AdamW (weight decay on matrices and embeddings only). Returns (engine, torch optimizer, topology, tensor
-    group)."""
+    AdamW (weight decay on matrices and embeddings only): the pipeline engine when pp > 1, the plain one when
+    pp = 1. Returns (engine, torch optimizer, topology, tensor group)."""
     import deepspeed
     import torch
 
+    from train.kernels import compile_blocks
     from train.pipeline_parallel import build_pipeline, build_topology, tensor_parallel_group
 
     t_cfg, o = cfg.train, cfg.optimizer
     topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
     group = tensor_parallel_group(topo)
     pipe = build_pipeline(mcfg, topo, group, o.z_loss, t_cfg.activation_checkpointing)
+    if compiled(cfg):
+        compile_blocks(pipe)
     decay = [p for p in pipe.parameters() if p.ndim >= 2]
     no_decay = [p for p in pipe.parameters() if p.ndim < 2]
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
                                    {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps)
+                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps,
+                                  **({"fused": True} if o.fused else {"foreach": False}))
     bf16 = t_cfg.precision == "bf16"
     ds_config = {
         "train_batch_size": t_cfg.global_batch_size, "train_micro_batch_size_per_gpu": t_cfg.micro_batch_size,
@@ -100,8 +104,59 @@ def build_engine(cfg, mcfg: ModelConfig):
     }
     if bf16:
         ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
-    engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
+    if cfg.parallel.pp == 1:         # one stage: the plain engine, no pipeline schedule (train/single_stage.py)
+        from train.single_stage import SingleStageEngine
+
+        engine = SingleStageEngine(pipe, optimizer, ds_config)
+    else:
+        engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
+    if engine.optimizer is optimizer:
+        keep_fp32_grad_norm(engine)
     return engine, optimizer, topo, group
+
+
+def kernels(cfg) -> dict:
+    """Every rank: SDPA's backend fixed; what the run record says about the kernels this run uses."""
+    from train.kernels import attention_backend
+
+    return {"engine": "single_stage" if cfg.parallel.pp == 1 else "pipeline", "compile": compiled(cfg),
+            "attention": attention_backend(cfg.train.precision),
+            "optimizer": "AdamW (fused)" if cfg.optimizer.fused else "AdamW (loop)"}
+
+
+def compiled(cfg) -> bool:
+    """train.compile, null meaning: on a GPU."""
+    import torch
+
+    return cfg.train.compile if cfg.train.compile is not None else torch.cuda.is_available()
+
+
+def keep_fp32_grad_norm(engine) -> None:
+    """fp32 without ZeRO: DeepSpeed's own clipping (``clip_grad_norm_``) counts a weight that is not split by
+    tensor parallelism only on the first rank of the pipe x tensor group, so with pp > 1 the later stages'
+    weights are missing from the norm, and it keeps no norm. Replaced: every weight counted once (a tensor
+    slice on each tensor rank, a replicated weight on tensor rank 0), summed over stages and tensor ranks in
+    one all-reduce, clipped, and kept as a tensor for ``get_global_grad_norm`` (read when the row is written)."""
+    import torch
+    import torch.distributed as dist
+
+    mpu, max_norm = engine.mpu, engine.gradient_clipping()
+    params = list(engine.module.parameters())
+    counted = [p for p in params if getattr(p, "model_parallel", False) or mpu.get_slice_parallel_rank() == 0]
+
+    def clip_and_keep_norm():
+        grads = [p.grad for p in counted if p.grad is not None]
+        square = (torch.stack([g.float().square().sum() for g in grads]).sum() if grads
+                  else torch.zeros((), device=engine.device))
+        if mpu.get_model_parallel_world_size() > 1:
+            dist.all_reduce(square, group=mpu.get_model_parallel_group())
+        norm = square.sqrt()
+        scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)
+        for p in params:
+            if p.grad is not None:
+                p.grad.mul_(scale)
+        engine._global_grad_norm = norm
+    engine.clip_fp32_gradients = clip_and_keep_norm
 
 
 def _free_port() -> int:
@@ -110,7 +165,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def init_distributed():
+def init_distributed(cpu_threads: int | None = None):
     """DeepSpeed's process group (gloo on CPU, NCCL on GPUs), without the CPU shared-memory op build."""
     if "RANK" not in os.environ:           # a plain `python -m train.pretrain`: one process
         os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1",
@@ -130,6 +185,10 @@ def init_distributed():
         importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
     else:
         acc.set_device(int(os.environ["LOCAL_RANK"]))
+    import torch
+
+    if cpu_threads:
+        torch.set_num_threads(cpu_threads)
     deepspeed.init_distributed(timeout=timedelta(minutes=int(os.environ.get("GLASSBOX_DIST_TIMEOUT_MIN", 120))),
                                verbose=False)
 
@@ -334,7 +393,7 @@ class Training:
         from train import reshard
         from train.data.loader import Loader
         from train.checkpoint import meta_model, partition_dims
-        from train.metrics import MetricsLog, device_peak_flops
+        from train.metrics import DeferredRows, MetricsLog, device_peak_flops
         from train.monitor.spike import SpikeGuard
         from train.monitor.spike_rule import SpikeDetector
         from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
@@ -391,6 +450,9 @@ class Training:
                                   peak_flops_per_device=device_peak_flops(cfg.train.precision, cfg.log.peak_tflops),
                                   devices=world, enabled=rank == 0, sinks=self.sinks)
         self.samples = SampleWriter(run, order, self.G) if cfg.log.sample_every and rank == 0 else None
+        self.compiled, self.compile_reported = compiled(cfg), 0.0
+        self.on_gpu = self.engine.device.type == "cuda"
+        self.rows = DeferredRows(self.metrics, cfg.log.rows_every_step, cfg.log.every, c.plan.stop)
         if rank == 0:
             self.announce(args)
         if args.init and not point.latest:       # the starting model is the run's checkpoint 0
@@ -471,14 +533,23 @@ class Training:
             if verdict is not None and verdict.spike and self.on_spike(verdict, data_step):
                 continue                     # rolled back: self.step is the restored checkpoint's
             step = self.step
-            if cfg.eval.every and (step % cfg.eval.every == 0 or step == stop):
+            evaluate = cfg.eval.every and (step % cfg.eval.every == 0 or step == stop)
+            save = step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0)
+            if evaluate or save:
+                self.rows.flush()             # the rows up to a validation row or a checkpoint come first
+            if evaluate:
                 self.evaluate(step)
-            if step == stop or (cfg.checkpoint.every and step % cfg.checkpoint.every == 0):
+            if save:
                 self.save_checkpoint(step)
+            if evaluate or save:
+                self.rows.restart_interval()
 
     def train_step(self):
         """One optimizer step on data batch step + shift, and its metrics row. Returns (spike verdict, data
         batch)."""
+        import torch
+
+        from train.kernels import compile_seconds
         from train.schedule import lr_at
 
         cfg, o, G, seq_len = self.cfg, self.cfg.optimizer, self.G, self.plan.seq_len
@@ -500,10 +571,14 @@ class Training:
         spiked = verdict is not None and verdict.spike
         extra = {"samples_consumed": (data_step + 1) * G, **self.row_fields}
         if engine.agg_additional_losses:
-            extra.update({k: float(v) for k, v in engine.agg_additional_losses.items()})
+            extra.update(engine.agg_additional_losses)          # tensors, read when the row is written
         if verdict is not None:
             extra.update(spike_loss_z=verdict.loss_z, spike_grad_norm_z=verdict.grad_norm_z,
                          update_skipped=int(spiked))
+        if self.compiled:
+            spent = compile_seconds()
+            if spent > self.compile_reported:        # the first step (and the first validation) compile
+                extra["compile_s"] = self.compile_reported = spent
         counts = self.telemetry.source_counts(data_step)
         if not spiked:
             self.trained += counts
@@ -513,10 +588,10 @@ class Training:
                 extra.update(self.telemetry.batch(data_step))
                 extra.update(self.telemetry.shares(self.trained, self.since_log))
             self.since_log[:] = 0
-        gn = engine.get_global_grad_norm()
-        self.metrics.train(step=step, tokens=step * G * seq_len, loss=float(loss), lr=lr,
-                           grad_norm=float(gn) if gn is not None else None, step_tokens=G * seq_len,
-                           seconds=seconds, **extra)
+            if self.on_gpu:                      # an allocator counter: no wait for the device
+                extra["peak_mem_gib"] = torch.cuda.max_memory_allocated() / 2**30
+        self.rows.add(step=step, tokens=step * G * seq_len, loss=loss, lr=lr,
+                      grad_norm=engine.get_global_grad_norm(), step_tokens=G * seq_len, seconds=seconds, **extra)
         if self.samples is not None and step % cfg.log.sample_every == 0:
             self.samples.write(step, data_step)
         if self.faults:
@@ -530,6 +605,7 @@ class Training:
         from train.monitor.spike import record_spike
 
         t_cfg, step, stop = self.cfg.train, self.step, self.plan.stop
+        self.rows.flush()
         newest = checkpoint.latest_complete(self.run) if self.rank == 0 else None
         restore = _broadcast(newest[0] if newest else None)
         action = t_cfg.on_spike if restore is not None else "skip"
@@ -591,6 +667,7 @@ class Training:
 
         from train import checkpoint
 
+        self.rows.flush()
         dist.barrier()
         if self.rank == 0:
             _diagnose(self.run, self.plan.vocab_size)
@@ -601,6 +678,9 @@ class Training:
 
 
 def main(argv=None) -> int:
+    from train.threads import pin_cpu_threads
+
+    cpu_threads = pin_cpu_threads()             # before anything loads torch, MKL or OpenMP
     if os.environ.get("TORCHELASTIC_RUN_ID"):   # launched by torchrun: die with it
         die_with_parent()
     args = parse_args(argv)
@@ -619,13 +699,14 @@ def main(argv=None) -> int:
                   "parallel.dp", file=sys.stderr)
         return 2
 
-    init_distributed()
+    init_distributed(cpu_threads)
     import torch.distributed as dist
 
     rank, local_rank = dist.get_rank(), int(os.environ.get("LOCAL_RANK", 0))
     run = Path(args.run).resolve()
     cache = prepare_shards(c, local_rank)                                        # 1. shards, token cache
     point = find_resume_point(run, c.cfg, args.init)                             # 2. resume point, run record
+    point.invocation["kernels"] = {**kernels(c.cfg), "cpu_threads": cpu_threads}
     if c.switch_from is not None and nothing_to_do(run, c, point, rank):
         _exit(0)
     err = None

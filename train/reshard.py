@@ -277,7 +277,9 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
         raise ReshardError(f"parameters at different Adam steps {sorted(steps)}")
     moments_of: dict[int, dict] = {}                     # id(optimizer parameter) -> moments
     if flats is None:                                    # the module weights are the master weights
-        moments_of = {i: {k: s[k] for k in MOMENTS} for i, s in local.items() if MOMENTS[0] in s}
+        # Contiguous copies: a column slice is a strided view, and torch's fused AdamW (CPU, 2.13) silently
+        # updates a strided moment as if it were contiguous.
+        moments_of = {i: {k: s[k].contiguous() for k in MOMENTS} for i, s in local.items() if MOMENTS[0] in s}
     else:
         for flat, lps in flats:
             bufs = {k: torch.zeros_like(flat) for k in MOMENTS}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +25,8 @@ class Loader:
         self.order, self.G, self.mb, self.dp, self.rank = order, global_batch, micro_batch, dp, dp_rank
         self.grad_accum = global_batch // (micro_batch * dp)
         self.consumed_log, self.run_start = consumed_log, run_start
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="read-ahead")
+        self._ahead = None       # (step, future of its prepared micro-batches)
 
     def rows(self, micro: int) -> np.ndarray:
         return micro * self.dp * self.mb + self.rank * self.mb + np.arange(self.mb)
@@ -36,15 +39,27 @@ class Loader:
         x = torch.from_numpy(np.stack(seqs))
         return x[:, :-1].contiguous(), x[:, 1:].contiguous()
 
-    def train(self, step: int):
-        """The ``grad_accum`` micro-batches (inputs, labels) of this rank for optimizer step ``step``."""
+    def _prepare(self, step: int) -> list[tuple[np.ndarray, list[np.ndarray]]]:
+        """(global sample ids, sequences) of each micro-batch of ``step``: the reading, no side effect."""
         if (step + 1) * self.G > self.order.n_samples:
             raise RuntimeError(f"step {step} needs samples up to {(step + 1) * self.G}, the data order has "
                                f"{self.order.n_samples}")
+        out = []
         for m in range(self.grad_accum):
             ids = self.cursor(step) + self.rows(m)
-            seqs = [self.order.sample(int(g)) for g in ids]
-            if self.consumed_log is not None:
+            out.append((ids, [self.order.sample(int(g)) for g in ids]))
+        return out
+
+    def train(self, step: int):
+        """The ``grad_accum`` micro-batches (inputs, labels) of this rank for optimizer step ``step``, read
+        ahead: step + 1 is read on a background thread while ``step`` trains (a rollback, which moves the
+        cursor, just reads its step in the foreground)."""
+        ahead, self._ahead = self._ahead, None
+        prepared = ahead[1].result() if ahead and ahead[0] == step else self._prepare(step)
+        if (step + 2) * self.G <= self.order.n_samples:
+            self._ahead = (step + 1, self._reader.submit(self._prepare, step + 1))
+        for m, (ids, seqs) in enumerate(prepared):
+            if self.consumed_log is not None:       # written as a micro-batch is handed over, never ahead
                 crc = zlib.crc32(np.stack(seqs).tobytes())
                 with open(self.consumed_log, "a") as f:
                     f.write(json.dumps({"step": step, "micro": m, "dp": self.rank,

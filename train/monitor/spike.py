@@ -12,7 +12,8 @@ own optimizer and calls last, after the global gradient norm exists:
   partitions back into the model and all-gathers them;
 - bf16 without ZeRO (``BF16_Optimizer.step``): the same order;
 - fp32 without ZeRO: the engine clips with ``clip_grad_norm_`` and calls the torch optimizer directly; the
-  guard wraps that clip call to keep the norm it computes (DeepSpeed keeps none).
+  trainer wraps that clip call to keep the norm it computes (``keep_fp32_grad_norm`` in train/pretrain.py;
+  DeepSpeed keeps none).
 
 On the first call in a step the guard all-reduces (sum over the world group) [loss on last-stage ranks,
 1 on last-stage ranks, norm, 1 where a norm exists]: every rank gets the same mean loss (the data-parallel
@@ -46,25 +47,15 @@ class SpikeGuard:
         self.judgement: Judgement | None = None
         self._inner_step = optimizer.step
         optimizer.step = self._guarded_step
-        self._plain_norm: float | None = None
-        if engine.optimizer is optimizer:          # fp32 without ZeRO: DeepSpeed keeps no gradient norm
-            from deepspeed.runtime.utils import clip_grad_norm_
-
-            def clip_and_keep_norm():
-                norm = clip_grad_norm_(parameters=engine.module.parameters(), max_norm=engine.gradient_clipping(),
-                                       mpu=engine.mpu)
-                self._plain_norm = float(norm)
-                engine._global_grad_norm = self._plain_norm
-            engine.clip_fp32_gradients = clip_and_keep_norm
 
     def begin(self) -> None:
         self.judgement = None
-        self._plain_norm = None
+        if self.engine.optimizer is self.optimizer:     # fp32 without ZeRO: the trainer's clip sets it anew
+            self.engine._global_grad_norm = None
 
     def _local_norm(self) -> float | None:
-        if self.engine.optimizer is self.optimizer:
-            return self._plain_norm
-        norm = getattr(self.engine.optimizer, "_global_grad_norm", None)
+        holder = self.engine if self.engine.optimizer is self.optimizer else self.engine.optimizer
+        norm = getattr(holder, "_global_grad_norm", None)
         return None if norm is None else float(norm)
 
     def _judge(self) -> Judgement:
