@@ -43,7 +43,8 @@ def command(run: str, config: str, manifest: str, seed: int, steps: int, world_s
                    "--set", f"train.seed={seed}", "--set", f"train.steps={steps}"]
 
 
-def train(run: str, config: str, manifest: str, seed: int, steps: int, world_size: int, log_file: str) -> dict:
+def train(run: str, config: str, manifest: str, seed: int, steps: int, world_size: int, log_file: str,
+          env: dict | None = None) -> dict:
     """Train (or resume, or reuse) one proxy; -> {"status": trained | resumed | reused, "wall_s"}."""
     step = finished_step(run)
     if step is not None and step >= steps:
@@ -56,7 +57,7 @@ def train(run: str, config: str, manifest: str, seed: int, steps: int, world_siz
         log.flush()
         # a killed ablation takes its trainer with it: a rerun must not find a second one writing the same run
         proc = subprocess.run(command(run, config, manifest, seed, steps, world_size), stdout=log,
-                              stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+                              stderr=subprocess.STDOUT, preexec_fn=die_with_parent, env=env)
     if proc.returncode != 0 or (finished_step(run) or 0) < steps:
         tail = Path(log_file).read_text(errors="replace")[-3000:]
         raise RuntimeError(f"proxy {run} failed (exit {proc.returncode}); its log {log_file} ends:\n{tail}")

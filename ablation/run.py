@@ -121,25 +121,36 @@ class Ablation:
 
     # --- proxies -------------------------------------------------------------------------------------------------
     def proxies_step(self) -> dict:
+        """Every proxy trained, resumed or reused; `proxy.parallel` of them at a time."""
+        from concurrent.futures import ThreadPoolExecutor
+
         from ablation import proxy
 
-        runs = {}
-        n = sum(len(v.seeds) for v in self.variants)
-        i = 0
+        jobs = []
         for v in self.variants:
             record = self.corpora[self.corpus_of[v.name]]
             for seed in v.seeds:
-                i += 1
                 name = proxy.run_name(v.name, seed)
                 run = os.path.join(self.out, "proxies", name)
                 manifest = record["manifests"][str(seed)]
                 check_same_manifest(run, manifest)
-                got = proxy.train(run, self.spec.proxy.config, manifest, seed, self.plan["steps"],
-                                  self.plan["world_size"], os.path.join(self.out, "logs", f"{name}.log"))
-                say(f"proxy {i}/{n} {name}: {got['status']}"
-                    + (f" in {got['wall_s']:.0f}s" if got["status"] != "reused" else " (finished earlier)"))
-                runs[name] = {"variant": v.name, "seed": seed, "run": run, "manifest": manifest, **got}
-        return runs
+                jobs.append({"variant": v.name, "seed": seed, "run": run, "manifest": manifest, "name": name})
+        parallel = min(self.spec.proxy.parallel, len(jobs))
+        env = dict(os.environ)
+        if parallel > 1 and "OMP_NUM_THREADS" not in env:
+            env["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // parallel))
+
+        def one(i: int, job: dict) -> dict:
+            got = proxy.train(job["run"], self.spec.proxy.config, job["manifest"], job["seed"], self.plan["steps"],
+                              self.plan["world_size"], os.path.join(self.out, "logs", f"{job['name']}.log"), env)
+            say(f"proxy {i + 1}/{len(jobs)} {job['name']}: {got['status']}"
+                + (f" in {got['wall_s']:.0f}s" if got["status"] != "reused" else " (finished earlier)"))
+            return got
+
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            results = list(pool.map(lambda ij: one(*ij), enumerate(jobs)))
+        return {j["name"]: {k: j[k] for k in ("variant", "seed", "run", "manifest")} | got
+                for j, got in zip(jobs, results)}
 
     # --- evaluation ----------------------------------------------------------------------------------------------
     def evaluate_step(self, runs: dict) -> None:

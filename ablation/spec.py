@@ -55,6 +55,9 @@ class ProxySpec:
     # the mixture's repetition cap: high, so that every proxy trains on exactly the budget; the report says
     # how many epochs of each source that took
     max_epochs: float = setting(1000.0, gt=0)
+    # proxies trained at the same time: on a CPU host, up to its cores (each then gets cores / parallel
+    # threads); a tiny proxy spends much of its time starting up, which overlaps well
+    parallel: int = setting(1, ge=1, le=64)
 
 
 @dataclass

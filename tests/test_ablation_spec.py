@@ -108,4 +108,4 @@ def test_the_demo_spec_checks():
         spec, variants, plan = check("examples/ablate/demo.yaml")
     finally:
         os.chdir(cwd)
-    assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 120
+    assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 80
