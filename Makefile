@@ -353,5 +353,5 @@ ablate: setup
 	$(SPARK_ENV) $(GLASSBOX) ablate $(SPEC)
 
 demo-ablate: setup
-	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted
+	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml

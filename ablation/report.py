@@ -45,7 +45,7 @@ def _ticks(lo: float, hi: float, n: int = 5) -> list[float]:
 
 def line_chart(series: list[dict], x_label: str, y_label: str, width: int = 900, height: int = 380,
                chart_id: str = "chart") -> str:
-    """series: [{"label", "color", "dash", "points": [[x, y], ...]}] -> an <svg> element."""
+    """series: [{"label", "color", "dash" (an SVG dash pattern or ""), "points": [[x, y], ...]}] -> an <svg>."""
     pts = [p for s in series for p in s["points"] if all(math.isfinite(v) for v in p)]
     if not pts:
         return '<p class="note">no points to draw</p>'
@@ -74,7 +74,7 @@ def line_chart(series: list[dict], x_label: str, y_label: str, width: int = 900,
                f'text-anchor="middle">{esc(y_label)}</text>')
     for i, s in enumerate(series):
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in s["points"] if math.isfinite(x) and math.isfinite(y))
-        dash = ' stroke-dasharray="5,3"' if s.get("dash") else ""
+        dash = f' stroke-dasharray="{s["dash"]}"' if s.get("dash") else ""
         out.append(f'<polyline fill="none" stroke="{s["color"]}" stroke-width="1.4"{dash} points="{path}">'
                    f'<title>{esc(s["label"])}</title></polyline>')
         ly = top + 14 + 16 * i
@@ -188,7 +188,8 @@ def _proxies(res: dict) -> str:
 def build_page(res: dict) -> str:
     names = list(res["variants"])
     colors = {n: COLORS[i % len(COLORS)] for i, n in enumerate(names)}
-    series = [{"label": f"{n} s{p['seed']}", "color": colors[n], "dash": j % 2 == 1, "points": p["curve"]}
+    dashes = ("", "6,3", "2,2")     # a variant's seeds: solid, dashed, dotted (then again)
+    series = [{"label": f"{n} s{p['seed']}", "color": colors[n], "dash": dashes[j % 3], "points": p["curve"]}
               for n in names for j, p in enumerate(res["variants"][n]["proxies"])]
     px = res["proxy"]
     params = f'{px["params"]:,} parameters, ' if px.get("params") else ""
@@ -215,8 +216,8 @@ def build_page(res: dict) -> str:
               "<h2>Training curves</h2>",
               line_chart(series, "tokens trained", "training loss (on the variant's own data)", chart_id="curves"),
               '<p class="note">Training loss is measured on each variant\'s own data, so curves of different variants '
-              'are not a comparison of quality: the held-out losses above are. Dashed: the second seed of a '
-              'variant.</p>',
+              'are not a comparison of quality: the held-out losses above are. A variant\'s first seed is drawn solid, '
+              'its second dashed, its third dotted.</p>',
               "<h2>Proxies</h2>", _proxies(res), "</body></html>"]
     return "\n".join(parts)
 

@@ -257,9 +257,11 @@ def _write_json(path: str, obj) -> None:
 
 def verdict_table(results: dict) -> str:
     conf = int(round(results["confidence"] * 100))
+    dw = max(6, *(len(d) for d in results["evaluations"]))
+    vw = max(7, *(len(v) for v in results["variants"]))
     lines = [f"held-out loss (nats/token), mean ± sd over seeds; difference from base with its {conf}% paired "
              f"t-interval:",
-             f"  {'domain':<16} {'variant':<18} {'loss':>16} {'diff':>8} {'interval':>20}  verdict"]
+             f"  {'domain':<{dw}}  {'variant':<{vw}}  {'loss':>16}  {'diff':>8}  {'interval':>20}  verdict"]
     for dom, e in results["evaluations"].items():
         for name, v in e["variants"].items():
             s = v["spread"]
@@ -267,9 +269,10 @@ def verdict_table(results: dict) -> str:
             if "vs_base" in v:
                 p = v["vs_base"]
                 interval = "[{:+.4f}, {:+.4f}]".format(p["low"], p["high"])
-                lines.append(f"  {dom:<16} {name:<18} {loss:>16} {p['diff']:>+8.4f} {interval:>20}  {p['verdict']}")
+                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>16}  {p['diff']:>+8.4f}  {interval:>20}  "
+                             f"{p['verdict']}")
             else:
-                lines.append(f"  {dom:<16} {name:<18} {loss:>16} {'':>8} {'':>20}  (base)")
+                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>16}  {'':>8}  {'':>20}  (base)")
     return "\n".join(lines)
 
 

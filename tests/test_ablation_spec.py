@@ -99,7 +99,7 @@ def test_the_demo_spec_checks():
     from ablation.planted import write_planted
 
     write_planted(str(REPO / "examples/sample/books/tinyshakespeare.jsonl.gz"),
-                  str(REPO / "data/ablate-demo/planted"), 400)
+                  str(REPO / "data/ablate-demo/planted"), 800)
     import os
 
     cwd = os.getcwd()
@@ -108,4 +108,4 @@ def test_the_demo_spec_checks():
         spec, variants, plan = check("examples/ablate/demo.yaml")
     finally:
         os.chdir(cwd)
-    assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 80
+    assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 160
