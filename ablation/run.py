@@ -214,9 +214,13 @@ class Ablation:
         if not h.tasks:
             return None
         params = self.plan.get("params") or 0
-        return {"tasks": h.tasks, "ran": False,
-                "why": f"the proxy has {params:,} parameters, below harness.min_params {h.min_params:,}: "
-                       "lm-eval tasks are noise at this size; held-out loss per domain is the measure"}
+        if params < h.min_params:
+            why = (f"the proxy has {params:,} parameters, below harness.min_params {h.min_params:,}: lm-eval tasks "
+                   "are noise at this size; held-out loss per domain is the measure")
+        else:
+            why = (f"the proxy has {params:,} parameters, but glassbox ablate does not run lm-eval yet: export a "
+                   "proxy (glassbox export RUN) and run glassbox evaluate harness on it")
+        return {"tasks": h.tasks, "ran": False, "why": why}
 
 
 def check_same_manifest(run: str, manifest: str) -> None:
@@ -312,6 +316,8 @@ def main(argv=None) -> int:
 
     page = write_report(results, os.path.join(out, "report.html"))
     say(verdict_table(results))
+    if results["harness"]:
+        say(f"lm-eval tasks {', '.join(results['harness']['tasks'])}: not run; {results['harness']['why']}")
     say(f"ablation {spec.name}: done in {time.time() - t0:.0f}s; {os.path.join(out, 'results.json')}, {page}")
     return 0
 

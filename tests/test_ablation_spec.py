@@ -109,3 +109,17 @@ def test_the_demo_spec_checks():
     finally:
         os.chdir(cwd)
     assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 160
+
+
+def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
+    """`glassbox ablate SPEC` with a mistyped override: exit 2, the key and the fix on stderr, nothing written."""
+    from glassbox.cli import main
+
+    tmp_path = files[0]
+    spec = write_spec(*files, variants={"x": {"set": {"dedup.exat": False}}}, out=str(tmp_path / "out"))
+    assert main(["ablate", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ablate error: ") and "variants.x.set: dedup.exat: unknown key (did you mean exact?)" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["ablate", write_spec(*files, out=str(tmp_path / "out")), "--check"]) == 0
+    assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()
