@@ -49,8 +49,11 @@ def _link_tree(src: str, dst: str) -> None:
 
 
 def seed_from(donor: str, target: str) -> list[str]:
-    """Give `target` the donor corpus's finished stages; returns the stages offered. JSON records are copied,
-    not linked: the runner rewrites them."""
+    """Give a new corpus folder the donor corpus's finished stages; returns the stages offered. JSON records are
+    copied, not linked: the runner rewrites them. A folder that already has stage records (an ablation killed
+    while building it) is left to the runner, which resumes it."""
+    if os.path.isdir(os.path.join(target, "_state")) and os.listdir(os.path.join(target, "_state")):
+        return []
     offered = []
     for stage, out in zip(STAGES, OUTPUTS):
         state = os.path.join(donor, "_state", f"{stage}.json")

@@ -101,8 +101,9 @@ class Ablation:
                 os.makedirs(cdir, exist_ok=True)
                 if key != base_key:
                     offered = corpora.seed_from(os.path.join(self.out, "corpora", base_key), cdir)
-                    say(f"corpus {key} ({names}): offered the base corpus's finished stages "
-                        f"({', '.join(offered) or 'none'}); the stage runner keeps the unchanged ones")
+                    say(f"corpus {key} ({names}): " + (f"offered the base corpus's finished stages ({', '.join(offered)}); "
+                                                       "the stage runner keeps the unchanged ones" if offered else
+                                                       "resuming its own stages"))
                 else:
                     say(f"corpus {key} ({names}): building")
                 built = corpora.build_corpus(self.spark, members[0], cdir, say)
