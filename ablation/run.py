@@ -92,26 +92,7 @@ class Ablation:
             if record and record.get("key") == key and all(str(s) in record["manifests"] for s in seeds):
                 say(f"corpus {key} ({names}): finished earlier with the same config; reused")
             else:
-                if key != base_key and not self.spec.tokenizer.path:
-                    # every other corpus is tokenized with the base corpus's tokenizer
-                    members = [specs.resolve_variant(v.name, specs.VariantSpec(set=v.overrides, seeds=v.seeds,
-                                                                               about=v.about),
-                                                     specs.load_file(self.spec.base), self.spec.seeds, tok_path)
-                               for v in members]
-                os.makedirs(cdir, exist_ok=True)
-                if key != base_key:
-                    offered = corpora.seed_from(os.path.join(self.out, "corpora", base_key), cdir)
-                    say(f"corpus {key} ({names}): " + (f"offered the base corpus's finished stages ({', '.join(offered)}); "
-                                                       "the stage runner keeps the unchanged ones" if offered else
-                                                       "resuming its own stages"))
-                else:
-                    say(f"corpus {key} ({names}): building")
-                built = corpora.build_corpus(self.spark, members[0], cdir, say)
-                if key == base_key and not self.spec.tokenizer.path:
-                    shutil.copy2(os.path.join(cdir, "tokenized", "tokenizer.model"), tok_path)
-                manifests = corpora.write_manifests(cdir, built["counts"], seeds, self.plan,
-                                                    self.spec.proxy.max_epochs)
-                record = corpora.finish_record(cdir, key, built, manifests, [v.name for v in members])
+                record = self.build_corpus(key, key == base_key, members, seeds, tok_path)
             if key == base_key and self.spec.tokenizer.path:
                 shutil.copy2(self.spec.tokenizer.path, tok_path)
             self.corpora[key] = record
@@ -119,6 +100,32 @@ class Ablation:
             say(f"  kept {record['documents']:,} documents, {record['tokens']:,} tokens ({kept})")
         self.stop_spark()
         self.tokenizer = tok_path
+
+    def build_corpus(self, key: str, is_base: bool, members: list, seeds: list[int], tok_path: str) -> dict:
+        """One corpus: seeded from the base corpus's stages (unless it is the base), the stages, the manifests."""
+        from ablation import corpus as corpora
+
+        cdir = os.path.join(self.out, "corpora", key)
+        names = ", ".join(v.name for v in members)
+        os.makedirs(cdir, exist_ok=True)
+        if is_base:
+            say(f"corpus {key} ({names}): building")
+        else:
+            if not self.spec.tokenizer.path:   # tokenized with the tokenizer trained on the base corpus
+                members = [specs.resolve_variant(v.name, specs.VariantSpec(set=v.overrides, seeds=v.seeds,
+                                                                           about=v.about),
+                                                 specs.load_file(self.spec.base), self.spec.seeds, tok_path)
+                           for v in members]
+            base_dir = os.path.join(self.out, "corpora", self.corpus_of[specs.BASE])
+            offered = corpora.seed_from(base_dir, cdir)
+            say(f"corpus {key} ({names}): " + (f"offered the base corpus's finished stages ({', '.join(offered)}); "
+                                               "the stage runner keeps the unchanged ones" if offered
+                                               else "resuming its own stages"))
+        built = corpora.build_corpus(self.spark, members[0], cdir, say)
+        if is_base and not self.spec.tokenizer.path:
+            shutil.copy2(os.path.join(cdir, "tokenized", "tokenizer.model"), tok_path)
+        manifests = corpora.write_manifests(cdir, built["counts"], seeds, self.plan, self.spec.proxy.max_epochs)
+        return corpora.finish_record(cdir, key, built, manifests, [v.name for v in members])
 
     # --- proxies -------------------------------------------------------------------------------------------------
     def proxies_step(self) -> dict:
