@@ -115,10 +115,11 @@ def dot_chart(domain: str, entries: dict, colors: dict, width: int = 900, chart_
     return "".join(out)
 
 
-def _verdicts(res: dict) -> str:
+def _verdicts(res: dict, evaluations: dict | None = None, table_id: str = "verdicts") -> str:
+    """The verdict table of the held-out evaluations (or of lm-eval metrics, given as `evaluations`)."""
     conf = int(round(res["confidence"] * 100))
     rows = []
-    for dom, e in res["evaluations"].items():
+    for dom, e in (evaluations or res["evaluations"]).items():
         for name, v in e["variants"].items():
             s = v["spread"]
             if "vs_base" not in v:
@@ -130,13 +131,16 @@ def _verdicts(res: dict) -> str:
             rows.append(f'<tr class="verdict"><td class="l">{esc(dom)}</td><td class="l">{esc(name)}</td>'
                         f'<td>{fmt(s["mean"])}</td><td>{fmt(s["std"])}</td><td>{s["n"]}</td><td>{p["diff"]:+.4f}</td>'
                         f'<td>[{p["low"]:+.4f}, {p["high"]:+.4f}]</td><td class="l {cls}">{esc(p["verdict"])}</td></tr>')
-    return (f'<table id="verdicts"><tr><th class="l">domain</th><th class="l">variant</th><th>mean loss</th>'
-            f'<th>sd</th><th>seeds</th><th>diff vs base</th><th>{conf}% paired interval</th>'
-            f'<th class="l">verdict</th></tr>{"".join(rows)}</table>'
-            f'<p class="note">Loss is the mean cross entropy per token (nats) on held-out text, the same tokens for '
-            f'every proxy (one fixed tokenizer). A difference is the variant minus the base, paired seed by seed '
-            f'in list order; <b>better</b> means the whole {conf}% t-interval of the mean difference is below zero, '
-            f'<b>worse</b> above zero, else <b>within noise</b>.</p>')
+    table = (f'<table id="{table_id}"><tr><th class="l">{"domain" if evaluations is None else "task/metric"}</th>'
+             f'<th class="l">variant</th><th>mean</th><th>sd</th><th>seeds</th><th>diff vs base</th>'
+             f'<th>{conf}% paired interval</th><th class="l">verdict</th></tr>{"".join(rows)}</table>')
+    if evaluations is not None:
+        return table + ('<p class="note">lm-eval scores of each proxy\'s export; higher is better except for '
+                        'perplexities and losses, and the verdicts follow that direction.</p>')
+    return (table + f'<p class="note">Loss is the mean cross entropy per token (nats) on held-out text, the same '
+            f'tokens for every proxy (one fixed tokenizer). A difference is the variant minus the base, paired seed by '
+            f'seed in list order; <b>better</b> means the whole {conf}% t-interval of the mean difference is below '
+            f'zero, <b>worse</b> above zero, else <b>within noise</b>.</p>')
 
 
 def _kept(res: dict) -> str:
@@ -204,9 +208,11 @@ def build_page(res: dict) -> str:
         f'<code>{esc(res["tokenizer"])}</code>. Wall time of this invocation: {res["wall_s"]:.0f} s.</p>',
         "<h2>Verdicts</h2>", _verdicts(res),
     ]
-    if res.get("harness"):
-        parts.append(f'<p class="note">lm-eval tasks {esc(", ".join(res["harness"]["tasks"]))}: not run; '
-                     f'{esc(res["harness"]["why"])}.</p>')
+    h = res.get("harness")
+    if h and h.get("ran"):
+        parts += ["<h2>lm-eval tasks</h2>", _verdicts(res, h["metrics"], "harness")]
+    elif h:
+        parts.append(f'<p class="note">lm-eval tasks {esc(", ".join(h["tasks"]))}: not run; {esc(h["why"])}.</p>')
     parts += ["<h2>Held-out loss per seed</h2>"]
     for i, (dom, e) in enumerate(res["evaluations"].items()):
         parts.append(f"<h3>{esc(dom)} ({e['tokens']:,} tokens)</h3>" + dot_chart(dom, e["variants"], colors,

@@ -187,6 +187,18 @@ class Ablation:
             r["final_train_loss"] = r["curve"][-1][1] if r["curve"] else None
             r["epochs"] = proxy.epochs(r["manifest"], rows, self.plan["tokens"])
 
+    def harness_step(self, runs: dict) -> None:
+        """lm-eval tasks on every proxy when the spec names tasks and the proxy has harness.min_params."""
+        from ablation import harness, proxy
+
+        h = self.spec.harness
+        if not h.tasks or (self.plan.get("params") or 0) < h.min_params:
+            return
+        for i, (name, r) in enumerate(runs.items(), 1):
+            r["harness"] = harness.proxy_scores(r["run"], proxy.finished_step(r["run"]), h.tasks, h.limit,
+                                                os.path.join(self.out, "logs", f"{name}.harness.log"))
+            say(f"lm-eval {i}/{len(runs)} {name}: " + ", ".join(f"{k} {v:.4g}" for k, v in r["harness"].items()))
+
     # --- statistics and output -----------------------------------------------------------------------------------
     def results(self, runs: dict, t0: float) -> dict:
         by_variant = {v.name: [runs[f"{v.name}-s{s}"] for s in v.seeds] for v in self.variants}
@@ -209,26 +221,42 @@ class Ablation:
                 "corpus_dir": os.path.join(self.out, "corpora", self.corpus_of[v.name]),
                 "kept": {"documents": rec["documents"], "tokens": rec["tokens"], "sources": rec["sources"]},
                 "stages": rec["stages"],
-                "proxies": [{k: r[k] for k in ("seed", "run", "manifest", "status", "wall_s", "evals",
-                                               "final_train_loss", "epochs", "curve")} for r in by_variant[v.name]],
+                "proxies": [{**{k: r[k] for k in ("seed", "run", "manifest", "status", "wall_s", "evals",
+                                                  "final_train_loss", "epochs", "curve")},
+                             "harness": r.get("harness")} for r in by_variant[v.name]],
             }
         return {"name": self.spec.name, "spec": self.spec.path, "base_config": self.spec.base,
                 "proxy": {"config": self.spec.proxy.config, **self.plan}, "confidence": self.spec.confidence,
-                "tokenizer": self.tokenizer, "harness": self.harness_note(), "variants": variants,
+                "tokenizer": self.tokenizer, "harness": self.harness_results(by_variant), "variants": variants,
                 "evaluations": evaluations, "wall_s": round(time.time() - t0, 1)}
 
-    def harness_note(self) -> dict | None:
+    def harness_results(self, by_variant: dict) -> dict | None:
+        """Per task metric, as the held-out evaluations: spread over seeds, paired difference, verdict (higher is
+        better except for perplexities and losses); or why the tasks did not run."""
+        from ablation.harness import lower_is_better
+
         h = self.spec.harness
         if not h.tasks:
             return None
         params = self.plan.get("params") or 0
         if params < h.min_params:
-            why = (f"the proxy has {params:,} parameters, below harness.min_params {h.min_params:,}: lm-eval tasks "
-                   "are noise at this size; held-out loss per domain is the measure")
-        else:
-            why = (f"the proxy has {params:,} parameters, but glassbox ablate does not run lm-eval yet: export a "
-                   "proxy (glassbox export RUN) and run glassbox evaluate harness on it")
-        return {"tasks": h.tasks, "ran": False, "why": why}
+            return {"tasks": h.tasks, "ran": False,
+                    "why": f"the proxy has {params:,} parameters, below harness.min_params {h.min_params:,}: lm-eval "
+                           "tasks are noise at this size; held-out loss per domain is the measure"}
+        base = by_variant[specs.BASE]
+        metrics = {}
+        for key in base[0]["harness"]:
+            low = lower_is_better(key.split("/", 1)[1])
+            entry = {"lower_is_better": low, "variants": {}}
+            base_vals = [r["harness"][key] for r in base]
+            for v in self.variants:
+                vals = [r["harness"][key] for r in by_variant[v.name]]
+                e = {"spread": stats.spread(vals).__dict__}
+                if v.name != specs.BASE:
+                    e["vs_base"] = stats.paired(vals, base_vals, self.spec.confidence, low).as_dict()
+                entry["variants"][v.name] = e
+            metrics[key] = entry
+        return {"tasks": h.tasks, "ran": True, "limit": h.limit, "metrics": metrics}
 
 
 def check_same_manifest(run: str, manifest: str) -> None:
@@ -267,13 +295,13 @@ def _write_json(path: str, obj) -> None:
     os.replace(tmp, path)
 
 
-def verdict_table(results: dict) -> str:
+def verdict_table(results: dict, what: str = "held-out loss (nats/token)", row: str = "domain",
+                  value: str = "loss") -> str:
     conf = int(round(results["confidence"] * 100))
-    dw = max(6, *(len(d) for d in results["evaluations"]))
+    dw = max(len(row), *(len(d) for d in results["evaluations"]))
     vw = max(7, *(len(v) for v in results["variants"]))
-    lines = [f"held-out loss (nats/token), mean ± sd over seeds; difference from base with its {conf}% paired "
-             f"t-interval:",
-             f"  {'domain':<{dw}}  {'variant':<{vw}}  {'loss':>16}  {'diff':>8}  {'interval':>20}  verdict"]
+    lines = [f"{what}, mean ± sd over seeds; difference from base with its {conf}% paired t-interval:",
+             f"  {row:<{dw}}  {'variant':<{vw}}  {value:>16}  {'diff':>8}  {'interval':>20}  verdict"]
     for dom, e in results["evaluations"].items():
         for name, v in e["variants"].items():
             s = v["spread"]
@@ -318,14 +346,20 @@ def main(argv=None) -> int:
         print(f"ablate error: {e}", file=sys.stderr)
         return 2
     job.evaluate_step(runs)
+    job.harness_step(runs)
     results = job.results(runs, t0)
     _write_json(os.path.join(out, "results.json"), results)
     from ablation.report import write_report
 
     page = write_report(results, os.path.join(out, "report.html"))
     say(verdict_table(results))
-    if results["harness"]:
-        say(f"lm-eval tasks {', '.join(results['harness']['tasks'])}: not run; {results['harness']['why']}")
+    h = results["harness"]
+    if h and h["ran"]:
+        say(verdict_table({"confidence": results["confidence"], "variants": results["variants"],
+                           "evaluations": h["metrics"]}, "lm-eval scores (higher is better but for perplexities)",
+                          "task/metric", "score"))
+    elif h:
+        say(f"lm-eval tasks {', '.join(h['tasks'])}: not run; {h['why']}")
     say(f"ablation {spec.name}: done in {time.time() - t0:.0f}s; {os.path.join(out, 'results.json')}, {page}")
     return 0
 

@@ -80,6 +80,7 @@ class HarnessSpec:
     tasks: list[str] = setting(default_factory=list)
     # lm-eval tasks mean nothing on a proxy of a few hundred thousand parameters: they run only above this
     min_params: int = setting(100_000_000, ge=0)
+    limit: int | None = setting(None, ge=1)          # items per task (all when null)
 
 
 @dataclass

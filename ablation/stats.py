@@ -1,7 +1,7 @@
 """Mean and spread over seeds, and a variant's paired difference from the base with its verdict.
 
-Plain Python and scipy's t quantile: no torch, no Spark. A difference is a variant's held-out loss minus the
-base's, so a negative difference is an improvement. Pairs are formed by position in the seed lists: the same
+Plain Python and scipy's t quantile: no torch, no Spark. A difference is a variant's value minus the base's: for
+a held-out loss a negative difference is an improvement, for an lm-eval accuracy a positive one. Pairs are formed by position in the seed lists: the same
 seed on both sides when the variant trains on other data (the init and the data-order seed are then shared),
 other seeds when the variant is the null control (the base config again, so equal seeds would give equal
 models and a zero spread).
@@ -53,16 +53,17 @@ def t_quantile(confidence: float, df: int) -> float:
     return float(t.ppf(0.5 + confidence / 2, df))
 
 
-def verdict(low: float, high: float) -> str:
-    """Lower loss is better: the whole interval below zero is better, above zero worse, else within noise."""
+def verdict(low: float, high: float, lower_is_better: bool = True) -> str:
+    """For a loss (lower is better) the whole interval below zero is better, above zero worse, else within
+    noise; for a score such as accuracy the other way round."""
     if high < 0:
-        return BETTER
+        return BETTER if lower_is_better else WORSE
     if low > 0:
-        return WORSE
+        return WORSE if lower_is_better else BETTER
     return NOISE
 
 
-def paired(variant: list[float], base: list[float], confidence: float = 0.95) -> Paired:
+def paired(variant: list[float], base: list[float], confidence: float = 0.95, lower_is_better: bool = True) -> Paired:
     """The paired t-interval of mean(variant_i - base_i). Needs two pairs at least: one pair has no spread,
     so nothing can be said about noise."""
     if len(variant) != len(base):
@@ -73,4 +74,4 @@ def paired(variant: list[float], base: list[float], confidence: float = 0.95) ->
     s = spread(diffs)
     half = t_quantile(confidence, s.n - 1) * s.std / math.sqrt(s.n)
     low, high = s.mean - half, s.mean + half
-    return Paired(s.mean, s.std, s.n, low, high, confidence, verdict(low, high), diffs)
+    return Paired(s.mean, s.std, s.n, low, high, confidence, verdict(low, high, lower_is_better), diffs)

@@ -38,3 +38,11 @@ def test_pairs_need_equal_counts_and_two_seeds():
         paired([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="at least 2 seeds"):
         paired([1.0], [1.0])
+
+
+def test_a_score_where_higher_is_better_turns_the_verdict_round():
+    """lm-eval accuracies: a variant above the base on every seed is better, not worse."""
+    up, base = [0.31, 0.33, 0.32], [0.25, 0.26, 0.27]
+    assert paired(up, base, lower_is_better=False).verdict == BETTER
+    assert paired(base, up, lower_is_better=False).verdict == WORSE
+    assert paired(up, base).verdict == WORSE                     # the same numbers read as a loss
