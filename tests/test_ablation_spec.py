@@ -106,9 +106,11 @@ def test_the_demo_spec_checks():
     os.chdir(REPO)
     try:
         spec, variants, plan = check("examples/ablate/demo.yaml")
+        _, classifier, _ = check("examples/ablate/classifier.yaml")
     finally:
         os.chdir(cwd)
     assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 160
+    assert [v.config.score.min_quality for v in classifier] == [0.0, 0.1]
 
 
 def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
