@@ -340,3 +340,18 @@ evaluate: setup
 	$(GLASSBOX) evaluate perplexity $(EVAL_MODEL)
 	$(GLASSBOX) evaluate harness $(EVAL_MODEL) $(if $(TASKS),--tasks $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
 	$(if $(BASELINE),$(GLASSBOX) evaluate compare $(EVAL_MODEL) $(BASELINE) --out $(EVAL_MODEL)/eval/compare.csv)
+
+# Ablations (ablation/; README, "Does a filter help? Ablations"): every variant of a base pipeline config through
+# the stages (unchanged ones reused), one fixed tokenizer, proxies at an equal token budget over seeds, held-out
+# loss per domain, a verdict per variant: ablations/<name>/{results.json,report.html}. Rerun to continue.
+#   make ablate SPEC=examples/ablate/demo.yaml
+#   make demo-ablate        the bundled sample plus planted spam: heuristics on, off, and a null control
+SPEC ?=
+.PHONY: ablate demo-ablate
+ablate: setup
+	$(if $(SPEC),,$(error make ablate needs SPEC=<ablation spec>, e.g. SPEC=examples/ablate/demo.yaml))
+	$(SPARK_ENV) $(GLASSBOX) ablate $(SPEC)
+
+demo-ablate: setup
+	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
+	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml

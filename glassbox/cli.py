@@ -22,6 +22,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "serve": ("train.serving.serve", "an OpenAI-compatible server for an exported model or a GGUF file: MODEL"),
     "batch": ("train.serving.batch", "resumable batch inference against a server: INPUT.jsonl OUTPUT.jsonl --url"),
     "estimate": ("train.estimate", "memory, layout and speed of a model for training and serving"),
+    "ablate": ("ablation.run", "proxy-model ablations of pipeline variants, with verdicts and a report: SPEC.yaml"),
 }
 
 
