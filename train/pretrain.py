@@ -17,7 +17,8 @@ The flow, one named step each (``main`` reads top to bottom):
   1. ``prepare_shards``: shards verified, token caches built (each node's local rank 0);
   2. ``find_resume_point`` and ``prepare_record``: newest checkpoint, run record, data order and the validation
      leakage check (rank 0);
-  3. ``Training``: the model as a PipelineModule in a DeepSpeed engine (ZeRO-1), resumed;
+  3. ``Training``: the model as a PipelineModule in a DeepSpeed engine (the pipeline engine for pp > 1, the
+     plain one for pp = 1: train/single_stage.py; ZeRO-1 where it partitions something), resumed;
   4. ``Training.train``: train / validate / checkpoint, data telemetry and decoded samples on rank 0, spike
      handling on every rank (``train.on_spike``: ``on_spike`` -> ``rollback``); ``finish``: the diagnosis.
 

@@ -2,7 +2,7 @@
 
 Detection: ``SpikeDetector`` in train/monitor/spike_rule.py, the rule the diagnosis replays afterwards.
 
-Where the decision is taken (``SpikeGuard``). ``PipelineEngine.train_batch`` runs forward, backward,
+Where the decision is taken (``SpikeGuard``). ``train_batch`` (of either engine) runs forward, backward,
 the gradient all-reduce and the optimizer step in one call, so the trainer cannot look between backward and
 step. The guard replaces ``step`` on the torch optimizer the trainer built, which DeepSpeed keeps inside its
 own optimizer and calls last, after the global gradient norm exists:
