@@ -6,7 +6,7 @@ message with the request id, the detail in the server log), and the server goes 
 ``data: {chunk}\\n\\n`` server-sent events in OpenAI's chunk format and ends with ``data: [DONE]``.
 
 The event loop only moves bytes: the body is read up to ``max_body_bytes``, parsed, checked and tokenized on the
-engine's preparation threads (train/serving/plan.py, which also holds the request to its work budget), and the
+engine's preparation threads (train/serving/intake.py, which also holds the request to its work budget), and the
 model runs on the engine's one worker thread. A client that goes away, streaming or not, stops its generation
 at the next token, and its queued choices never start.
 """
@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from train.serving import protocol as P
 from train.serving.engine import EngineBase
 from train.serving.guard import DEFAULT_MAX_BODY_BYTES, Guard, internal_error_body, read_body, request_id
-from train.serving.plan import default_budget, prepare
+from train.serving.intake import default_budget, prepare
 
 log = logging.getLogger("glassbox.serve")
 
