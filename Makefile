@@ -173,12 +173,17 @@ demo: setup
 	@echo "  $(RUN)/metrics.jsonl             one row per step (loss, lr, grad norm, tokens/s, telemetry)"
 	@echo "  $(RUN)/report.html               loss curves, diagnosis and telemetry on one page"
 
-test: setup
-	$(SPARK_ENV) $(PY) -m pytest -q --durations=15
+# Two pytest-xdist workers, a test file to each at a time (a file's module fixtures are built once), the
+# slow files first (tests/conftest.py) so that none is left alone at the end; the fixtures that several
+# files read are built once per run (tests/once.py). TEST_WORKERS=0 runs everything in this process.
+TEST_WORKERS ?= 2
+PYTEST = $(PY) -m pytest -q $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) --durations=15
+test: setup $(PY_FILES)
+	$(SPARK_ENV) $(PYTEST)
 
 # No JVM and no trainer (tests/conftest.py checks that every test's markers match what it starts).
 test-fast: setup
-	$(PY) -m pytest -q -m "not spark and not slow and not trainer" --durations=15
+	$(PYTEST) -m "not spark and not slow and not trainer"
 
 bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/extract_clean.py

@@ -83,11 +83,11 @@ def near_dedup(texts: list[str], ids: list[str]) -> set[str]:
     """Ids the dedup stage's near-duplicate step removes (the local path's functions, default settings)."""
     import numpy as np
 
-    from pipeline.dedup.fingerprint import fingerprint_arrays
+    from pipeline.dedup.sketch import sketch_arrays
     from pipeline.dedup.local import near_decisions
     from pipeline.settings import NearDedupConfig
     cfg = NearDedupConfig()
-    fp = fingerprint_arrays(texts, cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram)
+    fp = sketch_arrays(texts, cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram)
     n = len(ids)
     decided, _ = near_decisions(ids, [None] * n, np.ones(n, bool), np.zeros(n, np.int64), fp, cfg)
     return {x for x, (_, dup) in decided.items() if dup is not None}

@@ -1,4 +1,4 @@
-"""Real tiny training runs for the export and evaluation tests, trained once per test process.
+"""Real tiny training runs for the export and evaluation tests, trained once per test run.
 
 The trainer-test corpus (tests/train_fixtures.py: WikiText-2 text, a sentencepiece BPE tokenizer, two sources)
 and one tiny model (grouped-query attention: 4 query heads, 2 key/value heads) trained four steps from the same
@@ -16,6 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import once
 from train_fixtures import EQUIVALENCE_EPS, REPO, make_dataset
 
 CONFIG = """
@@ -48,16 +49,17 @@ def train_run(root: Path, manifest: Path, config: Path, name: str, tp: int, pp: 
 
 
 def tiny_runs() -> dict:
-    """{"root", "manifest", "one": run dir, "tp2pp2": run dir}; built once per process, removed at exit."""
+    """{"root", "manifest", "one": run dir, "tp2pp2": run dir}; trained once per test run (tests/once.py).
+    Read them; what a test writes goes elsewhere (exported() writes under a folder of its own process)."""
     if not _SHARED:
-        root = Path(tempfile.mkdtemp(prefix="glassbox-export-"))
-        atexit.register(shutil.rmtree, root, True)
-        manifest = make_dataset(root / "data", total_tokens=60_000, max_seq_len=32)
-        config = root / "tiny.yaml"
-        config.write_text(CONFIG)
-        _SHARED.update(root=root, manifest=manifest)
-        for name, (tp, pp) in LAYOUTS.items():
-            _SHARED[name] = train_run(root, manifest, config, name, tp, pp)
+        def build(root: Path) -> dict:
+            manifest = make_dataset(root / "data", total_tokens=60_000, max_seq_len=32)
+            config = root / "tiny.yaml"
+            config.write_text(CONFIG)
+            runs = {name: str(train_run(root, manifest, config, name, tp, pp)) for name, (tp, pp) in LAYOUTS.items()}
+            return {"root": str(root), "manifest": str(manifest), **runs}
+
+        _SHARED.update({k: Path(v) for k, v in once.built_once("export-tiny-runs", build, {"trainer"}).items()})
     return _SHARED
 
 
@@ -68,7 +70,10 @@ def exported(name: str, step: int | None = None) -> Path:
     runs = tiny_runs()
     key = ("export", name, step)
     if key not in _SHARED:
-        out = runs["root"] / "exports" / f"{name}-{step or 'latest'}"
+        if "exports" not in _SHARED:
+            _SHARED["exports"] = Path(tempfile.mkdtemp(prefix="glassbox-exports-"))
+            atexit.register(shutil.rmtree, _SHARED["exports"], True)
+        out = _SHARED["exports"] / f"{name}-{step or 'latest'}"
         status, _ = export(runs[name], out, step=step)
         assert status == 0
         _SHARED[key] = out

@@ -10,7 +10,7 @@ from pipeline import reference_docs
 from pipeline.calibrate import calibrate, derive_stopwords, quantile
 from pipeline.clean import clean_batch, identify, script_language
 from pipeline.config import ConfigError, parse_config
-from pipeline.dedup.fingerprint import fingerprint_arrays
+from pipeline.dedup.sketch import sketch_arrays
 from pipeline.dedup.minhash import jaccard, shingles
 from pipeline.heuristics import compute_signals
 from pipeline.languages import Profiles
@@ -73,7 +73,7 @@ def test_chinese_near_duplicate_is_found_and_a_different_page_is_not():
     assert jaccard(shingles(a, cfg.ngram, cfg.char_ngram), shingles(c, cfg.ngram, cfg.char_ngram)) < 0.3
     # the word-only shingles of before could not see it: a Chinese page is a handful of "words"
     assert jaccard(shingles(a, cfg.ngram), shingles(b, cfg.ngram)) < cfg.threshold
-    fp = fingerprint_arrays([a, b, c], cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram)
+    fp = sketch_arrays([a, b, c], cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram)
     assert (fp.keys[0] == fp.keys[1]).any() and not (fp.keys[0] == fp.keys[2]).any()
 
 

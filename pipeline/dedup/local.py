@@ -3,7 +3,7 @@ enough to hold: the decisions of the distributed path (jobs/dedup.py) from the s
 functions, without its dozens of Spark jobs.
 
     scored/*.parquet ──read once──▶ one Arrow table
-        ──fingerprint_arrays per 512 rows──▶ exact hashes, shingle-hash sets, LSH band keys (numpy)
+        ──sketch_arrays per 512 rows──▶ exact hashes, shingle-hash sets, LSH band keys (numpy)
         ──exact──▶ per exact hash, the smallest id survives
         ──buckets──▶ (scope, band key) groups by one sort: all pairs of a group of up to
                      PAIRS_BUCKET, a star to the smallest id up to max_bucket, bigger ones counted
@@ -30,14 +30,14 @@ import pyarrow.parquet as pq
 
 from pipeline.dedup.clusters import PAIRS_BUCKET, keep_best_first
 from pipeline.dedup.exact import exact_hash
-from pipeline.dedup.fingerprint import FP_COLUMNS, Fingerprints, fingerprint_arrays
+from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
 from pipeline.runner import replace_dir
 from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
 from pipeline.units import text_bytes
 
-BATCH = 512                   # rows per fingerprint call, as the distributed path's Arrow batches
-OURS = ("minhash_cluster",) + FP_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
+BATCH = 512                   # rows per sketch call, as the distributed path's Arrow batches
+OURS = ("minhash_cluster",) + SKETCH_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
 
 
 # ---- Spark's hash partitioning, so that both paths write the same rows to the same files ----------
@@ -123,7 +123,7 @@ def candidate_pairs(rows: np.ndarray, id_rank: np.ndarray, scope: np.ndarray, ke
     return pairs, capped
 
 
-def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.ndarray, fp: Fingerprints, cfg
+def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.ndarray, fp: Sketches, cfg
                    ) -> tuple[dict[str, tuple[str, str | None]], dict]:
     """(id -> (minhash_cluster, duplicate_of) for every document of a verified component, info)."""
     info = {"candidate_pairs": 0, "verified_pairs": 0, "components": 0, "capped_buckets": 0, "removed": 0,
@@ -145,13 +145,13 @@ def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.nd
     return decided, info
 
 
-def _concat_fingerprints(parts: list[Fingerprints]) -> Fingerprints:
+def _concat_sketches(parts: list[Sketches]) -> Sketches:
     if not parts:
-        return Fingerprints([], np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros((0, 1), np.int64),
+        return Sketches([], np.zeros(0, np.uint64), np.zeros(1, np.int64), np.zeros((0, 1), np.int64),
                             np.zeros(0, bool))
     shift = np.cumsum([0] + [int(p.offsets[-1]) for p in parts[:-1]])
     offsets = np.concatenate([parts[0].offsets[:1]] + [p.offsets[1:] + s for p, s in zip(parts, shift)])
-    return Fingerprints([h for p in parts for h in p.exact], np.concatenate([p.values for p in parts]), offsets,
+    return Sketches([h for p in parts for h in p.exact], np.concatenate([p.values for p in parts]), offsets,
                         np.concatenate([p.keys for p in parts]), np.concatenate([p.has_words for p in parts]))
 
 
@@ -183,11 +183,11 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     for start in range(0, n, BATCH):
         chunk = texts.slice(start, BATCH).to_pylist()
         if near:
-            parts.append(fingerprint_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
+            parts.append(sketch_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
                                             near_cfg.rows, near_cfg.seed, near_cfg.char_ngram))
         else:
             hashes += [exact_hash(t) for t in chunk]
-    fp = _concat_fingerprints(parts) if near else None
+    fp = _concat_sketches(parts) if near else None
     if near:
         hashes = fp.exact
 

@@ -1,7 +1,7 @@
 """Near-duplicate removal on Spark: MinHash LSH candidates, exact-Jaccard verification on shingle
 hashes, connected components, the best documents of each component kept.
 
-    docs ──fingerprints──▶ (id, scope, quality, shingles, bands)    one numpy pass over the text
+    docs ──sketches──▶ (id, scope, quality, shingles, bands)    one numpy pass over the text
          ──explode bands, window per bucket──▶ candidate edges: all pairs of a bucket of up to
                                    PAIRS_BUCKET members, a star to the smallest id beyond;
                                    buckets over max_bucket skipped and counted
@@ -30,7 +30,7 @@ from pyspark.sql.types import StructType
 
 from pipeline.dedup.clusters import LOCAL_MAX_EDGES, PAIRS_BUCKET, keep_best_first
 from pipeline.dedup.components import connected_components
-from pipeline.dedup.fingerprint import FP_COLUMNS, SPARK_COLUMNS, fingerprint_partition, hash_sets
+from pipeline.dedup.sketch import SKETCH_COLUMNS, SPARK_COLUMNS, sketch_partition, hash_sets
 from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
 from pipeline.rows import KEPT, NEAR_DUPLICATE
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 REASON = NEAR_DUPLICATE
 
 
-def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
+def sketch_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
     """Every row of `docs` (id, text; source and quality_ft when present) plus _scope, _q,
     exact_hash, shingles and bands, from one pass over the text. With `cfg` None or disabled only
     exact_hash is computed."""
@@ -50,11 +50,11 @@ def fingerprint_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
              else F.lit("*"))
     quality = F.col("quality_ft").cast("double") if "quality_ft" in docs.columns else F.lit(None).cast("double")
     # exact_hash (and minhash_cluster) are ours: a rerun on an already deduplicated table recomputes them
-    cols = [c for c in docs.columns if c not in ("exact_hash", "minhash_cluster") + FP_COLUMNS]
+    cols = [c for c in docs.columns if c not in ("exact_hash", "minhash_cluster") + SKETCH_COLUMNS]
     slim = docs.select(*cols, F.coalesce(scope, F.lit("")).alias("_scope"), quality.alias("_q"))
     schema = StructType(slim.schema.fields + StructType.fromDDL(SPARK_COLUMNS).fields)
     args = (cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram) if near else (None,)
-    return slim.mapInArrow(fingerprint_partition(*args), schema)
+    return slim.mapInArrow(sketch_partition(*args), schema)
 
 
 _EDGE = [("src", pa.string()), ("dst", pa.string()), ("q_src", pa.float64()), ("q_dst", pa.float64())]
@@ -125,7 +125,7 @@ def _persist(df: DataFrame) -> DataFrame:
 
 def near_marks(spark: SparkSession, fp: DataFrame, cfg: NearDedupConfig,
                local_max_edges: int = LOCAL_MAX_EDGES) -> tuple[DataFrame, dict]:
-    """`fp`: the fingerprint rows (id, _scope, _q, shingles, bands) of the documents to compare.
+    """`fp`: the sketch rows (id, _scope, _q, shingles, bands) of the documents to compare.
     Returns ((id, minhash_cluster, duplicate_of, degree) for every document in a component of the
     verified graph, duplicate_of null for the kept ones; cached), and info, which holds only counts.
 
@@ -203,7 +203,7 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
         return apply_marks(docs, None), {"candidate_pairs": 0, "verified_pairs": 0, "components": 0,
                                          "capped_buckets": 0, "removed": 0, "cc_iterations": 0}
     live = docs.where(F.col("status") == KEPT) if "status" in docs.columns else docs
-    fp = fingerprint_rows(live.select(F.col("id").cast("string").alias("id"), *[c for c in ("source", "quality_ft", "text")
+    fp = sketch_rows(live.select(F.col("id").cast("string").alias("id"), *[c for c in ("source", "quality_ft", "text")
                                                                                  if c in live.columns]), cfg)
     fp = fp.persist(StorageLevel.DISK_ONLY)  # read by the buckets and the verification
     try:

@@ -25,8 +25,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipeline.dedup.marks import apply_marks, combine, marks
-from pipeline.dedup.fingerprint import FP_COLUMNS
-from pipeline.dedup.near import fingerprint_rows, near_status_marks
+from pipeline.dedup.sketch import SKETCH_COLUMNS
+from pipeline.dedup.near import sketch_rows, near_status_marks
 from pipeline.dedup.local import dedup_files, input_text_bytes
 from pipeline.rows import EXACT_DUPLICATE, KEPT, SEMANTIC_DUPLICATE
 from pipeline.runner import StageSpec
@@ -80,7 +80,7 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
     info: dict = {"exact": {}, "path": "distributed"}
     checkpoints = os.path.join(data_dir, "_checkpoints")
     spark.sparkContext.setCheckpointDir(checkpoints)  # components on a big graph cut their lineage here
-    rows = fingerprint_rows(docs, near_cfg).persist(StorageLevel.DISK_ONLY)
+    rows = sketch_rows(docs, near_cfg).persist(StorageLevel.DISK_ONLY)
     try:
         n_in, bytes_in = input_stats(rows, text_bytes())  # the one pass over the text, cached on disk
         if not n_in:  # nothing to compare: no step runs, the same (empty) files are written
@@ -98,7 +98,7 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
 
             if near is not None:
                 live = live.join(near.where(F.col("duplicate_of").isNotNull()).select("id"), "id", "left_anti")
-            sem_rows, info["semantic"] = mark_semantic_duplicates(spark, live.drop(*FP_COLUMNS), sem_cfg)
+            sem_rows, info["semantic"] = mark_semantic_duplicates(spark, live.drop(*SKETCH_COLUMNS), sem_cfg)
             semantic = marks(sem_rows.where(F.col("status") != KEPT), SEMANTIC_DUPLICATE, F.col("detail"),
                              F.col("duplicate_of"))
         table = combine(

@@ -6,7 +6,7 @@ document of every source (the manifest's documents minus the held-out ones): an 
 survived dedup, or the same text under two sources, puts validation text into training and makes
 ``val_loss`` optimistic. Near duplicates are the dedup stage's business, not this check's.
 
-Fingerprints are cached per shard beside its token cache (``<cache>/<sha256>.dochash.npy``, keyed by the
+Document hashes are cached per shard beside its token cache (``<cache>/<sha256>.dochash.npy``, keyed by the
 shard's content like the cache itself), so the corpus is hashed once, not every run.
 
 The result goes to ``<run>/leakage.json``: counts overall and per source, and a few examples by id.
@@ -46,7 +46,7 @@ def shard_hashes(order: DataOrder, source: int, shard: int) -> np.ndarray:
 
 
 def source_hashes(order: DataOrder, source: int) -> np.ndarray:
-    """Fingerprints of every document of a source, indexed like ``SourceStream.doc_lens``."""
+    """Hashes of every document of a source, indexed like ``SourceStream.doc_lens``."""
     stream = order.streams[source]
     parts = [shard_hashes(order, source, k) for k in range(len(stream.src.shards))]
     return np.concatenate(parts) if parts else np.zeros((0, 2), np.uint64)

@@ -22,14 +22,14 @@ from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
 from pipeline.words import unit_ngram
 
-FP_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what the dedup paths add before comparing
+SKETCH_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what the dedup paths add before comparing
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]
 SPARK_COLUMNS = "exact_hash string, shingles binary, bands array<bigint>"
 
 
 @dataclass
-class Fingerprints:
-    """A batch's fingerprints as arrays: document i's shingle-hash set is
+class Sketches:
+    """A batch's sketches as arrays: document i's shingle-hash set is
     values[offsets[i]:offsets[i + 1]] (sorted, no repeats), its band keys keys[i] (meaningful only
     where has_words[i])."""
     exact: list[str]
@@ -39,8 +39,8 @@ class Fingerprints:
     has_words: np.ndarray   # bool
 
 
-def fingerprint_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int, seed: int,
-                       char_ngram: int | None = None) -> Fingerprints:
+def sketch_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int, seed: int,
+                       char_ngram: int | None = None) -> Sketches:
     """Exact hashes, shingle-hash sets and band keys of a batch of texts (None counts as empty). A text
     written mostly in a script without spaces is shingled in `char_ngram`-character n-grams."""
     words = [key_words(t) for t in texts]
@@ -49,17 +49,17 @@ def fingerprint_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows:
     values, offsets = shingle_hashes(words, sizes)
     keys = band_keys(minhash_signatures(values, offsets, num_perm, seed), bands, rows)
     # a text without words has no shingles, so no bands: never a candidate
-    return Fingerprints(exact, values, offsets, keys, np.diff(offsets) > 0)
+    return Sketches(exact, values, offsets, keys, np.diff(offsets) > 0)
 
 
-def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0,
+def sketch_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0,
                       seed: int = 0, char_ngram: int | None = None) -> list[pa.Array]:
-    """The three fingerprint columns for a batch of texts (None counts as empty). With ngram None
+    """The three sketch columns for a batch of texts (None counts as empty). With ngram None
     only exact_hash is computed (near dedup off): shingles and bands are null."""
     n = len(texts)
     if ngram is None:
         return [pa.array([exact_hash(t) for t in texts], pa.string()), pa.nulls(n, pa.binary()), pa.nulls(n, pa.list_(pa.int64()))]
-    fp = fingerprint_arrays(texts, ngram, num_perm, bands, rows, seed, char_ngram)
+    fp = sketch_arrays(texts, ngram, num_perm, bands, rows, seed, char_ngram)
     shingles = pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer((fp.offsets * 8).astype(np.int32)),
                                                        pa.py_buffer(fp.values.astype("<u8").tobytes())])
     band_offsets = np.zeros(n + 1, dtype=np.int32)
@@ -68,13 +68,13 @@ def fingerprint_batch(texts: list, ngram: int | None, num_perm: int = 0, bands: 
     return [pa.array(fp.exact, pa.string()), shingles, pa.ListArray.from_arrays(pa.array(band_offsets), band_values)]
 
 
-def fingerprint_partition(ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0, seed: int = 0,
+def sketch_partition(ngram: int | None, num_perm: int = 0, bands: int = 0, rows: int = 0, seed: int = 0,
                           char_ngram: int | None = None):
     """mapInArrow function: batches with a `text` column in; the same batches plus exact_hash,
     shingles and bands out."""
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            extra = fingerprint_batch(batch.column("text").to_pylist(), ngram, num_perm, bands, rows, seed,
+            extra = sketch_batch(batch.column("text").to_pylist(), ngram, num_perm, bands, rows, seed,
                                       char_ngram)
             yield pa.RecordBatch.from_arrays(batch.columns + extra,
                                              names=batch.schema.names + [name for name, _ in OUT_COLUMNS])
