@@ -184,12 +184,11 @@ def pytest_collection_modifyitems(items):
     """The files with slow tests first, then those that start a JVM or a trainer, the rest last: under
     pytest-xdist (`make test`) a long file is then never the last thing left running on one worker while
     the other worker idles. The order within a file stays as written."""
-    def cost(item) -> int:
-        marks = {m.name for it in items_of[item.path] for m in it.iter_markers()}
-        return 0 if "slow" in marks else 1 if marks & {"spark", "trainer"} else 2
-
     items_of: dict = {}
     for item in items:
         items_of.setdefault(item.path, []).append(item)
-    first_seen = {path: i for i, path in enumerate(items_of)}
-    items.sort(key=lambda it: (cost(it), first_seen[it.path]))
+    cost = {}
+    for i, (path, in_file) in enumerate(items_of.items()):
+        marks = {m.name for it in in_file for m in it.iter_markers()}
+        cost[path] = (0 if "slow" in marks else 1 if marks & {"spark", "trainer"} else 2, i)
+    items.sort(key=lambda it: cost[it.path])
