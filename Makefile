@@ -127,7 +127,7 @@ tokenize: setup $(PY_FILES)
 
 # The mixture manifest the trainer reads: DATA/manifests/<name of MIX>.json (needs `make tokenize`).
 # With REWEIGHT_FROM=runs/<run> [REFERENCE=runs/<ref>] [STEP=N]: the next version, DATA/manifests/<name>.v<k>.json,
-# re-weighted from that run's per-source validation loss (pipeline/reweight.py); MIX is only read.
+# re-weighted from that run's per-source validation loss (pipeline/mix/reweight.py); MIX is only read.
 MIX ?= mixes/sample.yaml
 REWEIGHT_FROM ?=
 REFERENCE ?=
@@ -223,9 +223,9 @@ clean:
 #   a one-line notice)
 # Defaults: the tiny config on the bundled sample's manifest, built first when missing. The process count
 # is the config's tp*pp*dp; running again with the same RUN resumes (a larger STEPS trains further), in the
-# config's layout even when the checkpoint was written in another (train/reshard.py), on the manifest it trains
+# config's layout even when the checkpoint was written in another (train/checkpoint/reshard.py), on the manifest it trains
 # on unless MANIFEST names another version (then the data switches from the newest checkpoint on:
-# train/data/timeline.py). INIT starts a new run from a Hugging Face model's weights (train/hf_import.py).
+# train/data/timeline.py). INIT starts a new run from a Hugging Face model's weights (train/checkpoint/hf_import.py).
 # Multi-node: HOSTFILE=<deepspeed hostfile> launches with the deepspeed launcher on every host in it.
 SAMPLE_MANIFEST := $(DATA)/manifests/sample.json
 RUN ?= runs/sample
@@ -310,7 +310,7 @@ report: setup
 diagnose: setup
 	$(GLASSBOX) diagnose $(RUN)
 
-# What the pipeline kept and dropped, one self-contained page: DATA/report.html (pipeline/corpus_report.py).
+# What the pipeline kept and dropped, one self-contained page: DATA/report.html (pipeline/report/corpus_report.py).
 corpus-report: setup
 	$(GLASSBOX) corpus-report $(DATA)
 

@@ -2,7 +2,7 @@
 
 A corpus folder is named by a hash of the variant's resolved pipeline config (so two variants with the same
 config, like the base and its null control, share one). A new corpus folder is first seeded with the base
-corpus's finished stages (files hard-linked, records copied); the stage runner (pipeline/runner.py) then
+corpus's finished stages (files hard-linked, records copied); the stage runner (pipeline/run/runner.py) then
 skips every stage whose fingerprint is unchanged and reruns the first changed one and all after it, exactly
 as a rerun of `make clean-dedup` would. `corpus.json` records a finished corpus; a rerun of the ablation
 with the same key starts no Spark at all.
@@ -15,9 +15,9 @@ import json
 import os
 import shutil
 
-from pipeline.mixture import MixConfig
-from pipeline.runner import fingerprint
-from pipeline.units import write_json_atomic
+from pipeline.mix.mixture import MixConfig
+from pipeline.run.runner import fingerprint
+from pipeline.run.units import write_json_atomic
 
 CORPUS_RECORD = "corpus.json"
 # what the corpus stages leave in DATA/ (jobs/clean_dedup.py); decontaminate and tokenize always run again
@@ -75,8 +75,8 @@ def seed_from(donor: str, target: str) -> list[str]:
 def build_corpus(spark_factory, variant, corpus_dir: str, log) -> dict:
     """extract → clean → score → dedup (reusing unchanged stages), decontaminate, tokenize. -> stage table."""
     from jobs import clean_dedup, tokens
-    from pipeline.decontam import load_benchmarks
-    from pipeline.runner import Runner
+    from pipeline.tokenize.decontam import load_benchmarks
+    from pipeline.run.runner import Runner
 
     runner = Runner(spark_factory, variant.config, corpus_dir, log=lambda m: log(f"  [{variant.name}] {m}"))
     for spec in clean_dedup.STAGES:
@@ -100,7 +100,7 @@ def write_manifests(corpus_dir: str, counts: dict, seeds: list[int], plan: dict,
     """One manifest per seed (the manifest's seed orders the data), the same mixture: {seed: path}. The shards
     were written by this corpus's tokenize run just now (or checked then), so no Spark pass re-hashes them."""
     from jobs.mix import write_manifest
-    from pipeline.mixture import build_manifest
+    from pipeline.mix.mixture import build_manifest
 
     tokenized, out_dir = os.path.join(corpus_dir, "tokenized"), os.path.join(corpus_dir, "manifests")
     out = {}

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from glassbox.contracts import metrics_row_kinds
-from train.lifeline import die_with_parent
+from train.loop.lifeline import die_with_parent
 
 
 def run_name(variant: str, seed: int) -> str:
@@ -25,7 +25,7 @@ def run_name(variant: str, seed: int) -> str:
 
 def finished_step(run: str) -> int | None:
     """The step of the run's newest complete checkpoint (None: nothing saved yet)."""
-    from train.checkpoint import latest_complete
+    from train.checkpoint.store import latest_complete
 
     if not os.path.isdir(run):
         return None

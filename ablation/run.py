@@ -40,7 +40,7 @@ class Ablation:
     # --- Spark, started only when a corpus has work ------------------------------------------------------------
     def spark(self):
         if self._spark is None:
-            from pipeline.spark import get_spark
+            from pipeline.run.spark import get_spark
 
             # Spark's log settings of this repository (conf/log4j2.properties), as the tests use them
             conf = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "conf")
@@ -60,7 +60,7 @@ class Ablation:
     def tokenizer_desc(self) -> dict:
         from glassbox.contracts import sha256_file
 
-        from pipeline.runner import fingerprint
+        from pipeline.run.runner import fingerprint
 
         if self.spec.tokenizer.path:
             return {"given": sha256_file(self.spec.tokenizer.path)}

@@ -41,8 +41,8 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from extract_clean import find_pages, read_page, run_floor  # noqa: E402
-from pipeline.warc import iter_records  # noqa: E402
-from pipeline.warc_writer import write_html_warc  # noqa: E402
+from pipeline.read.warc import iter_records  # noqa: E402
+from pipeline.read.warc_writer import write_html_warc  # noqa: E402
 
 DEFAULT_PAGES = [REPO.parent / "shared" / "data" / "extraction"]
 RATES = (0.0, 0.01, 0.03, 0.1, 0.3)   # share of words replaced in copy k (k >= 1), in turn

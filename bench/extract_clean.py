@@ -28,8 +28,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from pipeline.config import parse_config  # noqa: E402
-from pipeline.extract import ExtractConfig, trafilatura_kwargs  # noqa: E402
-from pipeline.warc_writer import write_html_warc  # noqa: E402
+from pipeline.extract.html import ExtractConfig, trafilatura_kwargs  # noqa: E402
+from pipeline.read.warc_writer import write_html_warc  # noqa: E402
 
 DEFAULT_PAGES = [REPO.parent / "shared" / "data" / "extraction"]
 
@@ -117,7 +117,7 @@ def main() -> None:
     os.environ["SPARK_MASTER"] = f"local[{args.width}]"
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
-    from pipeline.spark import get_spark
+    from pipeline.run.spark import get_spark
 
     spark = get_spark("glassbox-bench", {"spark.ui.enabled": "false"})
     # Warm-up on a slice: JVM JIT, Python workers, models loaded, as in any long-running job.

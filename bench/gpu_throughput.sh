@@ -8,8 +8,8 @@
 #    pure data parallel over NGPU GPUs (default: all visible), at global batch GLOBAL_BATCH (default 64
 #    sequences: the micro-batch of the config, so per-token speed is the config's), compiled blocks, fused
 #    AdamW, flash attention and the chunked loss as the trainer does by default on a GPU;
-# 2. a resharded resume (train/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
-#    ~1e-6; tests/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
+# 2. a resharded resume (train/checkpoint/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
+#    ~1e-6; tests/train/checkpoint/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
 #    5 steps in the same layout, and a copy of the checkpoint goes on 5 steps in another layout: tp=2 with
 #    half the data ranks on 2+ GPUs, ZeRO stage 1 -> 0 on one GPU (one process per GPU, so the only layout change
 #    one GPU allows). Reports the largest relative loss difference of those 5 steps (pass: <= 1e-4; GPU
@@ -18,7 +18,7 @@
 # Data: random token ids (vocab 32000) built once under WORK (bench/synthetic_manifest.py), or MANIFEST=...
 # Output: everything (runs, logs, summary.json, summary.txt) under OUT (default build/bench/gpu/<time>).
 # Every step runs under `timeout STEP_TIMEOUT` (default 300 s); a failed step is reported in the summary table
-# and the script goes on, exiting 1 at the end. MFU uses the peak table in train/metrics.py (PEAK_TFLOPS=<per-GPU
+# and the script goes on, exiting 1 at the end. MFU uses the peak table in train/loop/metrics.py (PEAK_TFLOPS=<per-GPU
 # TFLOP/s> for a GPU not in it).
 #
 # Without a GPU: DRY_RUN=1 runs the same steps on the CPU (gloo, 2 processes) with train/configs/tiny.yaml in

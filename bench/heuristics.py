@@ -1,4 +1,4 @@
-"""Benchmark: the clean stage's heuristic signals (pipeline.heuristics.compute_signals), per document and
+"""Benchmark: the clean stage's heuristic signals (pipeline.clean.heuristics.compute_signals), per document and
 against document size.
 
     python bench/heuristics.py
@@ -19,7 +19,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline.heuristics import compute_signals  # noqa: E402
+from pipeline.clean.heuristics import compute_signals  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data"
 

@@ -2,18 +2,18 @@
 
 From real sentences in many languages (`../shared/data/langid/lingua/sentences/<lang>.txt`, one a line) it
 builds, per language:
-- clean prose: documents of 10 sentences in three layouts (pipeline/reference_docs.py);
+- clean prose: documents of 10 sentences in three layouts (pipeline/clean/reference_docs.py);
 - spam variants: one sentence repeated as lines, a block of three sentences repeated five times, and a
   navigation menu of two-word lines (from `word-pairs/<lang>.txt` when present);
 - planted near-duplicates (zh, ja, th by default): a clean document with 3 % of its characters replaced
   and two of its sentences swapped.
 
-It runs the clean stage's record-level function (`pipeline.clean.clean_batch`, the real language
+It runs the clean stage's record-level function (`pipeline.clean.stage.clean_batch`, the real language
 identifier, `clean.languages: null`) and the dedup stage's near-duplicate finder on clean documents plus
 their planted copies, and prints kept / rejected-by-reason per language, spam rejection, near-dup
 precision and recall, and the clean stage's throughput on English and on Chinese (bytes per second).
 
-Only the odd-numbered lines (2nd, 4th, ...) of each file are used: `python -m pipeline.calibrate` reads the
+Only the odd-numbered lines (2nd, 4th, ...) of each file are used: `python -m pipeline.clean.calibrate` reads the
 even-numbered ones, so nothing reported here was calibrated on.
 
     python bench/languages.py [--sentences DIR] [--docs 10] [--out build/bench/languages.json]
@@ -31,10 +31,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from pipeline import reference_docs  # noqa: E402
-from pipeline.clean import clean_batch  # noqa: E402
-from pipeline.langid import get_identifier  # noqa: E402
-from pipeline.settings import CleanConfig  # noqa: E402
+from pipeline.clean import reference_docs  # noqa: E402
+from pipeline.clean.stage import clean_batch  # noqa: E402
+from pipeline.clean.langid import get_identifier  # noqa: E402
+from pipeline.clean.settings import CleanConfig  # noqa: E402
 
 DEFAULT_DIR = REPO.parent / "shared" / "data" / "langid" / "lingua" / "sentences"
 FOCUS = ("en", "zh", "ja", "ko", "th", "ru", "de", "fr", "es", "ar", "hi", "vi")
@@ -85,7 +85,7 @@ def near_dedup(texts: list[str], ids: list[str]) -> set[str]:
 
     from pipeline.dedup.sketch import sketch_arrays
     from pipeline.dedup.local import near_decisions
-    from pipeline.settings import NearDedupConfig
+    from pipeline.dedup.settings import NearDedupConfig
     cfg = NearDedupConfig()
     fp = sketch_arrays(texts, cfg.ngram, cfg.num_perm, cfg.bands, cfg.rows, cfg.seed, cfg.char_ngram)
     n = len(ids)

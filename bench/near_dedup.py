@@ -141,7 +141,7 @@ def main() -> None:
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pipeline.dedup.near import NearDedupConfig
-    from pipeline.spark import get_spark
+    from pipeline.run.spark import get_spark
 
     spark = get_spark("glassbox-bench-near-dedup", {"spark.ui.enabled": "false",
                                                     "spark.sql.shuffle.partitions": str(2 * args.width)})

@@ -22,8 +22,8 @@ sys.path.insert(0, str(REPO))
 import pyarrow.dataset as ds  # noqa: E402
 
 from pipeline.config import parse_config  # noqa: E402
-from pipeline.kenlm_scoring import get_scorer  # noqa: E402
-from pipeline.quality import get_classifier  # noqa: E402
+from pipeline.score.perplexity import get_scorer  # noqa: E402
+from pipeline.score.quality import get_classifier  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +53,7 @@ def main() -> None:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
     from jobs import score
-    from pipeline.spark import get_spark
+    from pipeline.run.spark import get_spark
 
     spark = get_spark("glassbox-bench-score", {"spark.ui.enabled": "false"})
     work = REPO / "build" / "bench" / "score"

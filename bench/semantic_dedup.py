@@ -117,7 +117,7 @@ def main() -> None:
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pipeline.dedup.semantic import SemanticDedupConfig, mark_semantic_duplicates
-    from pipeline.spark import get_spark
+    from pipeline.run.spark import get_spark
 
     spark = get_spark("glassbox-bench-semantic", {"spark.ui.enabled": "false",
                                                   "spark.sql.shuffle.partitions": str(2 * args.width)})

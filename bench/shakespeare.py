@@ -162,8 +162,8 @@ def main() -> int:
 
     import torch
 
-    from train.checkpoint import latest_complete, load_llama_state_dict
-    from train.model import Llama
+    from train.checkpoint.store import latest_complete, load_llama_state_dict
+    from train.model.transformer import Llama
     from train.plan import read_plan
 
     torch.set_num_threads(args.threads)

@@ -1,6 +1,6 @@
 """Trainer throughput against a plain PyTorch loop of the same model, measured in the same run.
 
-The floor is what anyone would write first: ``train.model.Llama`` in one process, ``torch.optim.AdamW``,
+The floor is what anyone would write first: ``train.model.transformer.Llama`` in one process, ``torch.optim.AdamW``,
 gradient accumulation, ``clip_grad_norm_``, the learning rate set each step, the same data order and batch
 shapes. The trainer is ``python -m train.pretrain`` with tp = pp = dp = 1 (DeepSpeed's pipeline engine,
 ZeRO-1). Both read tokens/s per optimizer step (data, forward, backward, optimizer) and the medians after
@@ -49,9 +49,9 @@ def plain_loop(run_dir: Path, manifest: Path, steps: int, out: Path) -> None:
     from train.data.manifest import read_manifest
     from train.data.sample_index import DataOrder
     from train.data.shards import ShardCache
-    from train.model import Llama
+    from train.model.transformer import Llama
     from train.plan import read_plan
-    from train.schedule import lr_at
+    from train.loop.schedule import lr_at
 
     plan = read_plan(run_dir)
     cfg = load_config(run_dir / "config.yaml")

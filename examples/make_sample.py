@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from pipeline.warc_writer import write_html_warc
+from pipeline.read.warc_writer import write_html_warc
 
 N_PAGES = 30
 N_RECRAWLED = 3

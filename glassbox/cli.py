@@ -13,7 +13,7 @@ import sys
 # verb -> (module whose main(argv) runs it, one line for the help)
 VERBS: dict[str, tuple[str, str]] = {
     "config": ("glassbox.config_check", "check a pipeline, trainer or mixture config: glassbox config check FILE"),
-    "corpus-report": ("pipeline.corpus_report", "one HTML page of what the pipeline kept and dropped: DATA"),
+    "corpus-report": ("pipeline.report.corpus_report", "one HTML page of what the pipeline kept and dropped: DATA"),
     "diagnose": ("train.record.diagnose", "findings about a run's loss curves (any trainer's logs): RUN"),
     "report": ("train.record.report", "one self-contained HTML page of a run, optionally against another: RUN"),
     "trace": ("train.record.trace", "the documents of one step's batch: RUN --step N"),

@@ -36,7 +36,7 @@ def check(path: str, kind: str | None = None, sets: list[str] | None = None, wor
                          + [f"benchmark {b.name}: {len(b.files)} file(s), fields {', '.join(b.fields)}"
                             for b in cfg.decontaminate.benchmarks])
     if kind == "mix":
-        from pipeline.mixture import load_mix
+        from pipeline.mix.mixture import load_mix
         mix = load_mix(path)
         return f"{path}: mixture config ok ({', '.join(f'{k} {v:g}' for k, v in sorted(mix.weights.items()))})"
     from train.config import load_config as load_train_config
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="trainer configs: override a key as make pretrain's --set does")
     ap.add_argument("--world-size", action="store_true", help="trainer configs: print tp x pp x dp only")
     a = ap.parse_args(argv)
-    from pipeline.mixture import MixError
+    from pipeline.mix.mixture import MixError
     try:
         print(check(a.file, a.kind, a.set, a.world_size))
     except (ConfigError, MixError) as e:

@@ -64,10 +64,10 @@ def llama_param_count(*, d_model: int, n_layers: int, n_heads: int, n_kv_heads: 
 
 
 # --- metrics.jsonl: what a row records -------------------------------------------------------------------
-# The trainer writes `kind: "train"` and `kind: "val"` rows (train/metrics.py); other scripts write rows
+# The trainer writes `kind: "train"` and `kind: "val"` rows (train/loop/metrics.py); other scripts write rows
 # without a kind. The one rule every reader applies: the run record (train/record/load.py), re-weighting
-# (pipeline/reweight.py), the trainer's own reader and the held-out check (train/metrics.py,
-# train/heldout_loss.py).
+# (pipeline/mix/reweight.py), the trainer's own reader and the held-out check (train/loop/metrics.py,
+# train/loop/heldout_loss.py).
 
 def _number(v) -> bool:
     """A JSON number, NaN and infinities included (a diverged run's loss is still its loss)."""

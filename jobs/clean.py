@@ -8,11 +8,11 @@ import time
 
 import pyarrow as pa
 
-from pipeline.batches import clean_columns, clean_partition
-from pipeline.langid import default_model_path
-from pipeline.languages import load_table
-from pipeline.runner import Runner, StageSpec, path_identity
-from pipeline.units import parquet_unit
+from pipeline.clean.batches import clean_columns, clean_partition
+from pipeline.clean.langid import default_model_path
+from pipeline.clean.languages import load_table
+from pipeline.run.runner import Runner, StageSpec, path_identity
+from pipeline.run.units import parquet_unit
 
 
 def identity(cfg) -> dict:

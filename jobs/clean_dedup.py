@@ -4,7 +4,7 @@ Each stage reads the previous stage's Parquet, so any of them can also be rerun 
 (jobs/extract.py, jobs/clean.py, jobs/score.py, jobs/dedup.py with the same --config and --data).
 Rerunning this command after a crash continues where it stopped: finished stages whose inputs and
 config are unchanged are skipped, finished work units of the interrupted stage are reused
-(pipeline/runner.py). --fresh (FRESH=1) starts over.
+(pipeline/run/runner.py). --fresh (FRESH=1) starts over.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ DRIVER_START = time.time()  # before the heavy imports: the bench splits the com
 
 from jobs import clean, dedup, extract, score  # noqa: E402
 from jobs.common import parse_args  # noqa: E402
-from pipeline.runner import Runner  # noqa: E402
-from pipeline.spark import get_spark  # noqa: E402
-from pipeline.stats import nothing_kept_line  # noqa: E402
-from pipeline.units import write_json_atomic  # noqa: E402
+from pipeline.run.runner import Runner  # noqa: E402
+from pipeline.run.spark import get_spark  # noqa: E402
+from pipeline.run.stats import nothing_kept_line  # noqa: E402
+from pipeline.run.units import write_json_atomic  # noqa: E402
 
 
 STAGES = (extract.SPEC, clean.SPEC, score.SPEC, dedup.SPEC)

@@ -1,5 +1,5 @@
 """Argument handling shared by the job entry points (check the config before Spark starts), and the
-stage specs the runner chains (pipeline/runner.py)."""
+stage specs the runner chains (pipeline/run/runner.py)."""
 from __future__ import annotations
 
 import argparse
@@ -31,8 +31,8 @@ def parse_args(description: str, argv: list[str] | None = None,
 def run_alone(spec, doc: str, argv: list[str] | None = None) -> None:
     """A stage as its own job (`spark-submit jobs/<stage>.py`): it always runs, on the previous
     stage's output, and reuses units an interrupted run of the same stage left."""
-    from pipeline.runner import Runner
-    from pipeline.spark import get_spark
+    from pipeline.run.runner import Runner
+    from pipeline.run.spark import get_spark
 
     cfg, data = parse_args(doc, argv)
     outcome = Runner(get_spark(f"glassbox-{spec.name}", cfg.spark), cfg, data).run(spec, force=True)
@@ -42,7 +42,7 @@ def run_alone(spec, doc: str, argv: list[str] | None = None) -> None:
 
 def print_nothing_kept(data: str, stage: str) -> None:
     """A stage run alone that kept nothing says so last, with the reasons of the stages up to it."""
-    from pipeline.stats import load_chain, nothing_kept_line
+    from pipeline.run.stats import load_chain, nothing_kept_line
 
     line = nothing_kept_line(load_chain(data, stage))
     if line:

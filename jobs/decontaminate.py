@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipeline.decontam import decontam_partition, fingerprint, load_benchmarks
-from pipeline.spark import finish_stage, get_spark, input_stats, text_bytes
+from pipeline.tokenize.decontam import decontam_partition, fingerprint, load_benchmarks
+from pipeline.run.spark import finish_stage, get_spark, input_stats, text_bytes
 
 MAX_LISTED = 10_000  # matches listed one by one in the stats; beyond that, counts only
 
@@ -63,7 +63,7 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
 
 def index_stats(items, dc) -> dict:
     """What the index holds per benchmark (n-grams, whole short texts, skipped short texts)."""
-    from pipeline.decontam import NgramIndex
+    from pipeline.tokenize.decontam import NgramIndex
 
     return dict(sorted(NgramIndex(items, dc.ngram, dc.min_words).stats.items()))
 
@@ -72,7 +72,7 @@ if __name__ == "__main__":
     import sys
 
     from jobs.common import parse_args, print_nothing_kept
-    from pipeline.decontam import BenchmarkError
+    from pipeline.tokenize.decontam import BenchmarkError
 
     cfg, data = parse_args(__doc__)
     try:

@@ -5,7 +5,7 @@ does not run it again."""
 from __future__ import annotations
 
 from pipeline.dedup.stage import SPEC, takes_local_path  # noqa: F401  (takes_local_path: for the tests)
-from pipeline.runner import Runner
+from pipeline.run.runner import Runner
 
 
 def run(spark, cfg, data_dir: str, ctx=None):

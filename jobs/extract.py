@@ -1,15 +1,15 @@
 """Stage 1: read every source file into documents (HTML extraction for WARC). One work unit per
 file, or per byte range of a gzipped WARC/WET file bigger than `extract.split_bytes`, so one big
-file uses every core; each unit writes its own Parquet files (pipeline/units.py)."""
+file uses every core; each unit writes its own Parquet files (pipeline/run/units.py)."""
 from __future__ import annotations
 
 import functools
 import time
 
-from pipeline.batches import EXTRACT_ARROW, extract_batches
-from pipeline.runner import Runner, StageSpec
-from pipeline.splits import plan_extract_units
-from pipeline.units import run_unit
+from pipeline.extract.batches import EXTRACT_ARROW, extract_batches
+from pipeline.run.runner import Runner, StageSpec
+from pipeline.extract.splits import plan_extract_units
+from pipeline.run.units import run_unit
 
 
 def identity(cfg) -> dict:

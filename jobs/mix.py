@@ -4,13 +4,13 @@
     spark-submit jobs/mix.py --mix mixes/<name>.yaml --data DIR --reweight-from runs/<r> [--reference runs/<ref>]
                              [--step N]
 
-With --reweight-from, the weights come from the run's validation instead (pipeline/reweight.py: the rule and
+With --reweight-from, the weights come from the run's validation instead (pipeline/mix/reweight.py: the rule and
 its formula) and the result is the next manifest version, <data>/manifests/<name>.v<k>.json, whose parent is
 the manifest the run trained on; the job prints old -> new weights and why. The mix file is only read.
 
 Reads tokenized/counts.json, recomputes every shard's sha256, documents and tokens on the executors
 (a shard that changed since tokenize is an error, not a silent mismatch), plans target tokens per
-source under the repetition cap (pipeline/mixture.py) and writes the manifest atomically. Nothing
+source under the repetition cap (pipeline/mix/mixture.py) and writes the manifest atomically. Nothing
 else is read: the job stays light.
 """
 from __future__ import annotations
@@ -22,12 +22,12 @@ import sys
 
 from glassbox.schema import ConfigError
 from pipeline.config import load_spark_settings
-from pipeline.mixture import (MixConfig, MixError, build_manifest, check_sources, check_tokens, dumps_manifest,
+from pipeline.mix.mixture import (MixConfig, MixError, build_manifest, check_sources, check_tokens, dumps_manifest,
                               format_table, load_mix)
-from pipeline.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
-from pipeline.spark import get_spark
+from pipeline.mix.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
+from pipeline.run.spark import get_spark
 from glassbox.contracts import sha256_file
-from pipeline.tokenize import shard_facts
+from pipeline.tokenize.tokenizer import shard_facts
 
 
 def load_counts(data_dir: str) -> dict:

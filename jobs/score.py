@@ -14,11 +14,11 @@ import time
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from pipeline.batches import SCORE_COLUMNS, decide_score_partition, score_partition
+from pipeline.score.batches import SCORE_COLUMNS, decide_score_partition, score_partition
 from pipeline.rows import STATUS_COLUMNS
-from pipeline.runner import Runner, StageSpec, fingerprint, path_identity
-from pipeline.score_distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, distributions_of_files
-from pipeline.units import parquet_files, parquet_unit
+from pipeline.run.runner import Runner, StageSpec, fingerprint, path_identity
+from pipeline.score.distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, distributions_of_files
+from pipeline.run.units import parquet_files, parquet_unit
 
 
 def identity(cfg) -> dict:
@@ -50,7 +50,7 @@ def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
 
 
 def _local_distributions(spark, folder: str, low: float, high: float) -> tuple[list[dict], dict]:
-    """The same numbers for a small corpus, in one Spark task (pipeline/score_distributions.py); on a
+    """The same numbers for a small corpus, in one Spark task (pipeline/score/distributions.py); on a
     cluster an executor reads the scores, as it reads the units."""
     files = parquet_files(folder)
     spark.sparkContext.setJobDescription(f"score distributions: {len(files)} files in one task")

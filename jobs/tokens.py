@@ -27,9 +27,9 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from jobs import decontaminate
-from pipeline.stats import AccountingError, StageStats
-from pipeline.spark import get_spark, text_bytes
-from pipeline.tokenize import (SHARD_DDL, TOKEN_STATS_DDL, TokenizerError, describe_model, fertility_report,
+from pipeline.run.stats import AccountingError, StageStats
+from pipeline.run.spark import get_spark, text_bytes
+from pipeline.tokenize.tokenizer import (SHARD_DDL, TOKEN_STATS_DDL, TokenizerError, describe_model, fertility_report,
                                format_fertility, merge_fertility, shard_name,
                                tokenize_partition, train_tokenizer, training_sentences, write_empty_shard,
                                write_shards_partition)
@@ -216,7 +216,7 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
 
 def main(argv=None) -> int:
     from jobs.common import parse_args
-    from pipeline.decontam import BenchmarkError, load_benchmarks
+    from pipeline.tokenize.decontam import BenchmarkError, load_benchmarks
 
     cfg, data = parse_args(__doc__, argv)
     if not os.path.isdir(os.path.join(data, "dedup")):
@@ -237,7 +237,7 @@ def main(argv=None) -> int:
     print(stats.summary())
     tok = counts["tokenizer"]
     if not counts["documents"]:  # an empty corpus is a result, not an error (README, "When nothing is kept")
-        from pipeline.stats import load_chain, nothing_kept_line
+        from pipeline.run.stats import load_chain, nothing_kept_line
 
         upstream = nothing_kept_line(load_chain(data, "decontaminate")) or "nothing was kept: decontaminated/ is empty"
         print(f"nothing was tokenized: {upstream.removeprefix('nothing was kept: ')}; "
@@ -250,7 +250,7 @@ def main(argv=None) -> int:
           + ", ".join(f"{s} {v['tokens']:,}" for s, v in counts["sources"].items())
           + f"; shards and counts.json in {os.path.join(data, OUT)}")
     if stats.extra.get("fertility"):
-        print("fertility per language (tokens without <eod>; words as pipeline/words.py counts them):")
+        print("fertility per language (tokens without <eod>; words as pipeline/clean/words.py counts them):")
         print(format_fertility(stats.extra["fertility"]))
     return 0
 

@@ -11,9 +11,12 @@ from pathlib import Path
 from typing import Any
 
 from glassbox.schema import ConfigError, build, load_file, setting, unknown_key
-from pipeline.settings import (Benchmark, CleanConfig, DecontamConfig, DedupConfig, ExtractConfig, ScoreConfig,
-                               TokenizeConfig)
-from pipeline.storage import InputFile, StorageError, glob_inputs, is_url
+from pipeline.clean.settings import CleanConfig
+from pipeline.dedup.settings import DedupConfig
+from pipeline.extract.settings import ExtractConfig
+from pipeline.score.settings import ScoreConfig
+from pipeline.tokenize.settings import Benchmark, DecontamConfig, TokenizeConfig
+from pipeline.read.storage import InputFile, StorageError, glob_inputs, is_url
 
 __all__ = ["ConfigError", "PipelineConfig", "SourceConfig", "load_config", "parse_config"]
 
@@ -205,10 +208,10 @@ def _build_clean(raw: Any, base: Path) -> CleanConfig:
         table = Path(cfg.calibration)
         table = table if table.is_absolute() else base / table
         try:
-            from pipeline.languages import load_table
+            from pipeline.clean.languages import load_table
             load_table(str(table))
         except (OSError, ValueError) as e:
-            raise ConfigError(f"clean.calibration: {e}; write one with `python -m pipeline.calibrate --reference DIR "
+            raise ConfigError(f"clean.calibration: {e}; write one with `python -m pipeline.clean.calibrate --reference DIR "
                               f"--out {cfg.calibration}` or use builtin") from None
         cfg.calibration = str(table)
     return cfg

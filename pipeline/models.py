@@ -1,8 +1,8 @@
 """What the pipeline's models share: one error type for a model file that is missing or unusable, and one
 fastText loader (language ID and the quality classifier).
 
-The language identifier (pipeline/langid.py), the quality classifier (pipeline/quality.py) and the
-perplexity model (pipeline/kenlm_scoring.py) all raise `ModelError`, so a job can catch one type and print
+The language identifier (pipeline/clean/langid.py), the quality classifier (pipeline/score/quality.py) and the
+perplexity model (pipeline/score/perplexity.py) all raise `ModelError`, so a job can catch one type and print
 one kind of message.
 """
 from __future__ import annotations

@@ -6,7 +6,7 @@
 Positives are reference-quality prose (plain text, one paragraph per line, as in WikiText or a
 Wikipedia dump turned into text; or JSONL with a `text` field). Negatives are extracted web text:
 WARC files (run through the pipeline's own extractor) or JSONL(.gz) with a `text` field. Every source is
-cut into paragraph-sized examples; both classes go through `pipeline.quality.preprocess`, the function
+cut into paragraph-sized examples; both classes go through `pipeline.score.quality.preprocess`, the function
 the scorer uses. The larger class is downsampled, 20 % of each class is held out (seeded), and the
 model card reports held-out precision, recall and ROC AUC.
 
@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from glassbox.contracts import sha256_file
-from pipeline.quality import HQ_LABEL, LQ_LABEL, QualityClassifier, preprocess
+from pipeline.score.quality import HQ_LABEL, LQ_LABEL, QualityClassifier, preprocess
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_POSITIVES = ("quality_models/data/wikitext-2-valid.txt",)
@@ -121,7 +121,7 @@ def _is_jsonl(path: str) -> bool:
 def read_documents(path: str) -> list[str]:
     """The texts a source holds: extracted pages of a WARC, `text` of JSONL rows, or a whole text file."""
     if _is_warc(path):
-        from pipeline.extract import ExtractConfig, extract_file
+        from pipeline.extract.html import ExtractConfig, extract_file
         return [r["text"] for r in extract_file(path, "web", "warc", ExtractConfig())
                 if r["status"] == "kept" and r["text"]]
     if _is_jsonl(path):
@@ -327,7 +327,7 @@ def render_card(f: dict) -> str:
     return f"""# Model card: fastText quality classifier (`{Path(f['model']).name}`)
 
 Scores how much a document reads like the reference text: `quality_ft` = P(`{HQ_LABEL}`), computed by
-`pipeline/quality.py` and written by `jobs/score.py`. Rebuilt by `make quality-models`
+`pipeline/score/quality.py` and written by `jobs/score.py`. Rebuilt by `make quality-models`
 (`python -m quality_models.train_fasttext`).
 
 - Trained: {f['date']}, fastText {f['fasttext_version']}, seed {c['seed']}, one thread (deterministic).
@@ -354,7 +354,7 @@ dropped), de-duplicated after preprocessing, and the larger class is downsampled
 | training | {cnt['train']} |
 | held out ({c['holdout']:.0%} of each class) | {cnt['held_out']} |
 
-Every example passes through `pipeline.quality.preprocess` (lower-case, punctuation split into
+Every example passes through `pipeline.score.quality.preprocess` (lower-case, punctuation split into
 tokens, whitespace and newlines collapsed), the same function the scorer applies.
 
 ## Parameters

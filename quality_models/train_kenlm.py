@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from glassbox.contracts import sha256_file
-from pipeline.kenlm_scoring import PerplexityScorer, model_paths, normalize_for_lm
+from pipeline.score.perplexity import PerplexityScorer, model_paths, normalize_for_lm
 
 ROOT = Path(__file__).resolve().parents[1]
 KENLM_BIN = Path(os.environ.get("KENLM_BIN", ROOT / "build" / "kenlm" / "bin"))
@@ -141,7 +141,7 @@ def split_heldout(lines: Sequence[str], fraction: float = 0.1) -> tuple[list[str
 
 def extract_web_texts(path: str | Path) -> list[str]:
     """Kept documents' text from a WARC file, through the project's own extractor."""
-    from pipeline.extract import ExtractConfig, extract_file
+    from pipeline.extract.html import ExtractConfig, extract_file
     return [r["text"] for r in extract_file(str(path), "web", "warc", ExtractConfig())
             if r.get("status") == "kept" and r.get("text")]
 
@@ -166,8 +166,8 @@ def read_contrast(path: str | Path) -> list[str]:
 
 
 def keep_language(docs: Sequence[str], lang: str) -> list[str]:
-    """The documents that the project's language ID (lid.176, pipeline/langid.py) puts in `lang`."""
-    from pipeline.langid import get_identifier
+    """The documents that the project's language ID (lid.176, pipeline/clean/langid.py) puts in `lang`."""
+    from pipeline.clean.langid import get_identifier
     preds = get_identifier().predict(list(docs))
     return [d for d, (got, _) in zip(docs, preds) if got == lang]
 
@@ -177,7 +177,7 @@ def shuffled(text: str) -> str:
     order fixed by the line itself: text with the reference's unigrams and none of its order."""
     import random
 
-    from pipeline.words import has_unspaced
+    from pipeline.clean.words import has_unspaced
     out = []
     for line in text.splitlines():
         units = [c for c in line if not c.isspace()] if has_unspaced(line) else line.split()
@@ -349,7 +349,7 @@ def train(texts: Sequence[Path], lang: str, out: Path, order: int = 5, vocab_siz
             rows.append(eval_row(scorer, f"contrast: spam-like web text ({what})", contrast_docs))
         if shuffle:
             base, name = (prose_docs, "evaluation prose") if prose else (held, "held-out reference lines")
-            from pipeline.words import has_unspaced
+            from pipeline.clean.words import has_unspaced
             unit = "characters" if any(has_unspaced(t) for t in base) else "words"
             rows.append(eval_row(scorer, f"contrast: {name} with {unit} shuffled",
                                  [shuffled(t) for t in base]))
@@ -426,7 +426,7 @@ def _model_card(texts, contrast, sp_path: Path, lm_path: Path, params: dict, m: 
                          "none is in the reference."))
     else:
         prose_note = ""
-    lid_note = (f" Contrast documents are kept only when lid.176 (`pipeline/langid.py`) identifies them as "
+    lid_note = (f" Contrast documents are kept only when lid.176 (`pipeline/clean/langid.py`) identifies them as "
                 f"`{params['contrast_lang']}`, as the score stage would." if params["contrast_lang"] else
                 " The contrast documents are in any language: a model gives foreign-language text a very high\n"
                 "perplexity, which is what a per-language bucket would see if language ID were wrong. The scoring\n"
@@ -434,7 +434,7 @@ def _model_card(texts, contrast, sp_path: Path, lm_path: Path, params: dict, m: 
     return f"""# KenLM perplexity model: `{lang}`
 
 A {params['order']}-gram KenLM model over sentencepiece pieces, in the manner of CCNet: low perplexity means
-"reads like the reference text". `pipeline/kenlm_scoring.py` loads it; `jobs/score.py` turns the
+"reads like the reference text". `pipeline/score/perplexity.py` loads it; `jobs/score.py` turns the
 per-language perplexities into `head`/`middle`/`tail` buckets. Retrain with `make quality-models`, or on
 your own text with `python -m quality_models.train_kenlm --text FILE --lang {lang} --out DIR`.
 
@@ -454,7 +454,7 @@ your own text with `python -m quality_models.train_kenlm --text FILE --lang {lan
 {reading} {m['train_lines']:,} lines ({m['train_chars']:,} characters) train the
 tokenizer and the LM ({m['train_tokens']:,} pieces); {m['heldout_lines']:,} lines (a deterministic
 {params['heldout_fraction']:.0%} chosen by SHA-1 of the line) are held out for the numbers below. Text is
-normalised with `pipeline.kenlm_scoring.normalize_for_lm` (lower-case, accents stripped, digits to 0,
+normalised with `pipeline.score.perplexity.normalize_for_lm` (lower-case, accents stripped, digits to 0,
 typographic punctuation to ASCII) before both training and scoring.
 
 ## Parameters
@@ -480,7 +480,7 @@ Evaluation files (never trained on):
 |---|---:|---|
 {con_rows}
 
-WARC contrast files are run through the project's extractor (`pipeline.extract`), kept records only.{lid_note}{prose_note}
+WARC contrast files are run through the project's extractor (`pipeline.extract.html`), kept records only.{lid_note}{prose_note}
 
 ## Limits
 

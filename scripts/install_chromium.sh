@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's chromium for the report test (tests/test_report.py renders the page headless).
+# Debian's chromium for the report test (tests/train/record/test_report.py renders the page headless).
 #
 #   scripts/install_chromium.sh        (through `make setup`; the report tests want /usr/bin/chromium)
 #

@@ -15,7 +15,7 @@ import tempfile
 
 from pyspark.sql import functions as F
 
-from pipeline.spark import get_spark, write_parquet_atomic
+from pipeline.run.spark import get_spark, write_parquet_atomic
 
 
 def main() -> None:

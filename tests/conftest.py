@@ -51,7 +51,7 @@ def spark():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("SPARK_CONF_DIR", str(REPO / "conf"))
-    from pipeline.spark import get_spark
+    from pipeline.run.spark import get_spark
 
     os.environ["SPARK_MASTER"] = "local[2]"
     session = get_spark("glassbox-tests", {"spark.ui.enabled": "false",

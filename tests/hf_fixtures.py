@@ -1,7 +1,7 @@
 """A tiny exported model for serving and export tests: a Hugging Face ``LlamaForCausalLM`` directory.
 
 A real sentencepiece BPE tokenizer trained on the bundled WikiText-2 validation text with the project's own
-settings (pipeline/tokenize.py: identity normalisation, byte fallback, unk 0 / bos 1 / eos = <eod> 2 / pad 3),
+settings (pipeline/tokenize/tokenizer.py: identity normalisation, byte fallback, unk 0 / bos 1 / eos = <eod> 2 / pad 3),
 wrapped into HF tokenizer files by ``train.export.hf_tokenizer.save_hf_tokenizer``, and a randomly initialised
 2-layer Llama with that vocabulary, saved with ``save_pretrained``. Seconds to build on a CPU.
 """
@@ -24,8 +24,8 @@ def train_sp_model(path: Path, vocab_size: int = 800, model_type: str = "bpe", n
     import sentencepiece as spm
 
     from glassbox.schema import validate
-    from pipeline.settings import TokenizeConfig
-    from pipeline.tokenize import trainer_args
+    from pipeline.tokenize.settings import TokenizeConfig
+    from pipeline.tokenize.tokenizer import trainer_args
 
     cfg = validate(TokenizeConfig(vocab_size=vocab_size, model_type=model_type, threads=1))
     buf = io.BytesIO()

@@ -51,7 +51,7 @@ def noisy(loss: np.ndarray, sigma: float, seed: int) -> np.ndarray:
 def rows_from(loss: np.ndarray, lr: np.ndarray, *, val: np.ndarray | None = None, val_every: int = 0,
               tokens_per_step: int = 4096, grad_norm: np.ndarray | None = None, seed: int = 0,
               sources: tuple[str, ...] = (), extra: dict[str, np.ndarray] | None = None) -> list[dict]:
-    """metrics.jsonl rows as train/metrics.py writes them; val rows every val_every steps (and the last)."""
+    """metrics.jsonl rows as train/loop/metrics.py writes them; val rows every val_every steps (and the last)."""
     n = len(loss)
     rng = np.random.default_rng(seed + 1)
     # Gradient norms fall from ~2.3 to 0.3 with 5% log-normal noise; the trainer's spike rule judges them too

@@ -1,9 +1,9 @@
-"""A torchrun worker for tests/test_train_reshard.py and tests/test_hf_import.py: the trainer's engine
+"""A torchrun worker for tests/train/checkpoint/test_train_reshard.py and tests/train/checkpoint/test_hf_import.py: the trainer's engine
 (train.pretrain.build_engine) in a config's layout, then one of
 
-    roundtrip RUN STEP OUT     load RUN's checkpoint STEP (any layout: train.reshard.load) and save it at once,
+    roundtrip RUN STEP OUT     load RUN's checkpoint STEP (any layout: train.checkpoint.reshard.load) and save it at once,
                                untrained, as OUT's checkpoint STEP in this layout
-    logits INIT IDS OUT        import the Hugging Face model INIT (train.hf_import), forward the token ids of
+    logits INIT IDS OUT        import the Hugging Face model INIT (train.checkpoint.hf_import), forward the token ids of
                                the .pt file IDS ([B, T], B = micro_batch_size) and write the full-vocabulary
                                logits [B, T, vocab] (tensor slices gathered) to OUT
 
@@ -29,7 +29,7 @@ def main(argv):
     init_distributed()
     manifest = read_manifest(manifest)
     if mode == "logits":
-        from train import hf_import
+        from train.checkpoint import hf_import
 
         hf = hf_import.read_config(rest[0])
         cfg = load_config(config, hf_import.model_overrides(config, sets, hf) + sets)
@@ -38,8 +38,9 @@ def main(argv):
     mcfg = resolve(cfg, manifest, None).model
     engine, _, topo, group = build_engine(cfg, mcfg)
     if mode == "roundtrip":
-        from train import checkpoint, reshard
-        from train.checkpoint import meta_model, partition_dims
+        from train.checkpoint import store as checkpoint
+        from train.checkpoint import reshard
+        from train.checkpoint.store import meta_model, partition_dims
 
         run, step, out = Path(rest[0]), int(rest[1]), Path(rest[2])
         layout = reshard.layout_now(cfg)
@@ -48,7 +49,7 @@ def main(argv):
                                          "spike_history") if k in state}
         checkpoint.save(engine, out, step, client, 0, {"layout": layout})
     elif mode == "logits":
-        from train import hf_import
+        from train.checkpoint import hf_import
 
         hf_import.apply(engine, hf_import.Weights(rest[0], mcfg, hf), mcfg.n_layers, group)
         ids = torch.load(rest[1])

@@ -1,8 +1,8 @@
 """Every optional switch of the pipeline once through `make`, as a user turns it on (spark-submit, the
 pipeline zip): semantic dedup with the static model, the containment measure of near dedup, PII masking off,
 a score threshold and a dropped perplexity bucket, decontamination that reports without removing. S3
-inputs through make are tests/test_s3_inputs.py and tests/test_resume.py; MiniLM runs the same Spark step in
-tests/test_semantic_dedup.py (a second make run for it cost 35 s of the suite's time; once measured, in the
+inputs through make are tests/pipeline/read/test_s3_inputs.py and tests/pipeline/run/test_resume.py; MiniLM runs the same Spark step in
+tests/pipeline/dedup/test_semantic_dedup.py (a second make run for it cost 35 s of the suite's time; once measured, in the
 README)."""
 import json
 import re

@@ -59,7 +59,7 @@ class TrainSection:
     activation_checkpointing: bool = False
     # null: ZeRO-1 where it partitions something (dp > 1) or bf16 needs it, otherwise 0 (no flat copies, no
     # reduction over one rank: about a tenth of a small fp32 model's step on a CPU).
-    # torch.compile of each transformer block (train/kernels.py); null: on GPU. On a CPU the compile (about half
+    # torch.compile of each transformer block (train/model/kernels.py); null: on GPU. On a CPU the compile (about half
     # a minute) pays off only in runs of thousands of steps.
     compile: bool | None = None
     zero_stage: int | None = setting(None, choices=(0, 1), why="DeepSpeed refuses ZeRO-2/3 with a pipeline engine")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glassbox.schema import ConfigError
-from train.model_config import ModelConfig
+from train.model.config import ModelConfig
 
 MODEL_KEYS = ("vocab_size", "n_layers", "d_model", "n_heads", "n_kv_heads", "ffn_hidden")
 

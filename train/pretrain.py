@@ -8,9 +8,9 @@ optimizer step S; the learning-rate schedule keeps the config's ``train.steps`` 
 larger), so a run stopped at k and continued to n trains the same as one run to n. Running again with the
 same ``--run`` resumes from the newest complete checkpoint: model, optimizer, and the data cursor (step x
 global batch samples consumed), in the config's layout even when another wrote the checkpoint
-(train/reshard.py), on the run's current manifest when ``--manifest`` is left out; another manifest version
+(train/checkpoint/reshard.py), on the run's current manifest when ``--manifest`` is left out; another manifest version
 (same tokenizer) continues from there on the new mixture (train/data/timeline.py). ``--init DIR`` starts a
-new run from a Hugging Face Llama's weights (train/hf_import.py), saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
+new run from a Hugging Face Llama's weights (train/checkpoint/hf_import.py), saved as checkpoint 0. A plain ``python -m train.pretrain`` runs one process.
 
 The flow, one named step each (``main`` reads top to bottom):
   0. ``check``: config, manifest and plan (train/plan.py) on every rank, before any process group;
@@ -18,7 +18,7 @@ The flow, one named step each (``main`` reads top to bottom):
   2. ``find_resume_point`` and ``prepare_record``: newest checkpoint, run record, data order and the validation
      leakage check (rank 0);
   3. ``Training``: the model as a PipelineModule in a DeepSpeed engine (the pipeline engine for pp > 1, the
-     plain one for pp = 1: train/single_stage.py; ZeRO-1 where it partitions something), resumed;
+     plain one for pp = 1: train/engine/single_stage.py; ZeRO-1 where it partitions something), resumed;
   4. ``Training.train``: train / validate / checkpoint, data telemetry and decoded samples on rank 0, spike
      handling on every rank (``train.on_spike``: ``on_spike`` -> ``rollback``); ``finish``: the diagnosis.
 
@@ -41,12 +41,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import NoReturn
 
-from train import fault_hooks
+from train.loop import fault_hooks
 from train.config import ConfigError, load_config
 from train.data import timeline
 from train.data.manifest import ManifestError, read_manifest
-from train.lifeline import die_with_parent
-from train.model_config import ModelConfig
+from train.loop.lifeline import die_with_parent
+from train.model.config import ModelConfig
 from train.plan import Plan, resolve
 
 
@@ -61,7 +61,7 @@ def parse_args(argv=None):
     ap.add_argument("--run", "--run-dir", dest="run", help="the same as RUN")
     ap.add_argument("--steps", type=int, default=None, help="stop after this optimizer step")
     ap.add_argument("--init", default=None, metavar="DIR",
-                    help="start a new run from a Hugging Face LlamaForCausalLM directory (train/hf_import.py)")
+                    help="start a new run from a Hugging Face LlamaForCausalLM directory (train/checkpoint/hf_import.py)")
     ap.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                     help="override a config key (YAML value), e.g. --set parallel.dp=2")
     ap.add_argument("--local_rank", "--local-rank", type=int, help=argparse.SUPPRESS)  # launchers; env wins
@@ -81,8 +81,8 @@ def build_engine(cfg, mcfg: ModelConfig):
     import deepspeed
     import torch
 
-    from train.kernels import compile_blocks
-    from train.pipeline_parallel import build_pipeline, build_topology, tensor_parallel_group
+    from train.model.kernels import compile_blocks
+    from train.engine.pipeline_stages import build_pipeline, build_topology, tensor_parallel_group
 
     t_cfg, o = cfg.train, cfg.optimizer
     topo = build_topology(cfg.parallel.tp, cfg.parallel.pp, cfg.parallel.dp)
@@ -105,8 +105,8 @@ def build_engine(cfg, mcfg: ModelConfig):
     }
     if bf16:
         ds_config["data_types"] = {"grad_accum_dtype": "fp32"}
-    if cfg.parallel.pp == 1:         # one stage: the plain engine, no pipeline schedule (train/single_stage.py)
-        from train.single_stage import SingleStageEngine
+    if cfg.parallel.pp == 1:         # one stage: the plain engine, no pipeline schedule (train/engine/single_stage.py)
+        from train.engine.single_stage import SingleStageEngine
 
         engine = SingleStageEngine(pipe, optimizer, ds_config)
     else:
@@ -118,7 +118,7 @@ def build_engine(cfg, mcfg: ModelConfig):
 
 def kernels(cfg) -> dict:
     """Every rank: SDPA's backend fixed; what the run record says about the kernels this run uses."""
-    from train.kernels import attention_backend
+    from train.model.kernels import attention_backend
 
     return {"engine": "single_stage" if cfg.parallel.pp == 1 else "pipeline", "compile": compiled(cfg),
             "attention": attention_backend(cfg.train.precision),
@@ -240,7 +240,7 @@ def check(args) -> Checked:
     Raises ConfigError or ManifestError naming the key and the fix."""
     init_hf = None
     if args.init:        # the model's shape fills the config's unnamed model keys, then both are checked
-        from train import hf_import
+        from train.checkpoint import hf_import
 
         init_hf = hf_import.read_config(args.init)
         cfg = load_config(args.config, hf_import.model_overrides(args.config, args.set, init_hf) + args.set)
@@ -295,7 +295,8 @@ class ResumePoint:
 
 
 def find_resume_point(run: Path, cfg, init: str | None) -> ResumePoint:
-    from train import checkpoint, reshard
+    from train.checkpoint import store as checkpoint
+    from train.checkpoint import reshard
     from train.monitor.spike import rollback_since
 
     latest = checkpoint.latest_complete(run)
@@ -309,7 +310,7 @@ def find_resume_point(run: Path, cfg, init: str | None) -> ResumePoint:
     if old_layout and reshard.changed(old_layout, layout):
         point.invocation["layout_change"] = {"step": start, "from": old_layout, "to": layout}
     if init:
-        from train import hf_import
+        from train.checkpoint import hf_import
 
         point.invocation["init"] = ({"ignored": f"the run resumes from its checkpoint {start}"} if latest
                                     else hf_import.describe(init))
@@ -328,7 +329,7 @@ def samples_needed(c: Checked, point: ResumePoint) -> int:
 def prepare_record(run: Path, args, c: Checked, point: ResumePoint, cache, world: int) -> None:
     """Step 2, rank 0: the run record (run.json, config.json, manifest timeline), the data order and the
     validation leakage check. Raises RuntimeError, ValueError or OSError."""
-    from train import run_record
+    from train.loop import run_record
 
     plan, cfg = c.plan, c.cfg
     run_record.prepare(run, args.config, plan.to_json(), c.manifest, {
@@ -391,10 +392,10 @@ class Training:
 
     def __init__(self, run: Path, args, c: Checked, point: ResumePoint, order, rank: int, world: int):
         import numpy as np
-        from train import reshard
+        from train.checkpoint import reshard
         from train.data.loader import Loader
-        from train.checkpoint import meta_model, partition_dims
-        from train.metrics import DeferredRows, MetricsLog, device_peak_flops
+        from train.checkpoint.store import meta_model, partition_dims
+        from train.loop.metrics import DeferredRows, MetricsLog, device_peak_flops
         from train.monitor.spike import SpikeGuard
         from train.monitor.spike_rule import SpikeDetector
         from train.monitor.telemetry import BatchTelemetry, SampleWriter, TensorBoardSink
@@ -411,7 +412,7 @@ class Training:
             if point.latest:
                 state = self.load_checkpoint(point.start)
             elif args.init:
-                from train import hf_import
+                from train.checkpoint import hf_import
 
                 hf_import.apply(self.engine, c.init_weights, mcfg.n_layers, self.group)
         except (reshard.ReshardError, ConfigError) as e:
@@ -484,7 +485,7 @@ class Training:
                                  self.group, self.dims)
 
     def save_checkpoint(self, step: int) -> None:
-        from train import checkpoint
+        from train.checkpoint import store as checkpoint
 
         consumed = (step + self.shift) * self.G
         client = {"step": step, "samples_consumed": consumed, "data_shift": self.shift,
@@ -550,8 +551,8 @@ class Training:
         batch)."""
         import torch
 
-        from train.kernels import compile_seconds
-        from train.schedule import lr_at
+        from train.model.kernels import compile_seconds
+        from train.loop.schedule import lr_at
 
         cfg, o, G, seq_len = self.cfg, self.cfg.optimizer, self.G, self.plan.seq_len
         engine, step, data_step = self.engine, self.step, self.step + self.shift
@@ -602,7 +603,7 @@ class Training:
     def on_spike(self, verdict, data_step: int) -> bool:
         """Collective, after a step whose update the guard skipped: record it; with on_spike rollback and a
         complete checkpoint, roll back to it. Returns whether it rolled back."""
-        from train import checkpoint
+        from train.checkpoint import store as checkpoint
         from train.monitor.spike import record_spike
 
         t_cfg, step, stop = self.cfg.train, self.step, self.plan.stop
@@ -666,7 +667,7 @@ class Training:
         """Collective: every rank done; rank 0 writes the diagnosis."""
         import torch.distributed as dist
 
-        from train import checkpoint
+        from train.checkpoint import store as checkpoint
 
         self.rows.flush()
         dist.barrier()
@@ -679,7 +680,7 @@ class Training:
 
 
 def main(argv=None) -> int:
-    from train.threads import pin_cpu_threads
+    from train.loop.threads import pin_cpu_threads
 
     cpu_threads = pin_cpu_threads()             # before anything loads torch, MKL or OpenMP
     if os.environ.get("TORCHELASTIC_RUN_ID"):   # launched by torchrun: die with it

@@ -1,7 +1,7 @@
 """Exact dedup key: documents that differ only in case, whitespace or punctuation are one document."""
 import hashlib
 
-from pipeline.words import key_units
+from pipeline.clean.words import key_units
 
 def exact_key_text(text: str) -> str:
     """The text as the exact-dedup key sees it: NFKC, case-folded, units joined by single spaces."""
@@ -9,7 +9,7 @@ def exact_key_text(text: str) -> str:
 
 
 def key_words(text: str) -> list[str]:
-    """The key units of pipeline/words.py: words split at every run of non-word characters, and each
+    """The key units of pipeline/clean/words.py: words split at every run of non-word characters, and each
     character of a script written without spaces (Chinese, Japanese, Thai, ...) a unit of its own."""
     return key_units(text)
 

@@ -15,14 +15,14 @@ from typing import Sequence
 import numpy as np
 
 from pipeline.dedup.exact import exact_key_text
-from pipeline.words import unit_ngram
+from pipeline.clean.words import unit_ngram
 
 _U64 = np.uint64
 _MUL = _U64(0x9E3779B97F4A7C15)  # odd: multiplication by it is a bijection on 64-bit words
 
 
 def shingles(text: str, n: int, char_ngram: int | None = None) -> set[bytes]:
-    """Unit n-grams of the normalized text, UTF-8 encoded (units: pipeline/words.py `key_units`; a text
+    """Unit n-grams of the normalized text, UTF-8 encoded (units: pipeline/clean/words.py `key_units`; a text
     written mostly in a script without spaces is cut in n-grams of `char_ngram` characters when given).
     A text of fewer than n units (but at least one) is one shingle of the whole text; a text with no
     units has no shingles."""

@@ -35,7 +35,7 @@ from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
 from pipeline.rows import KEPT, NEAR_DUPLICATE
 from glassbox.schema import validate
-from pipeline.settings import NearDedupConfig
+from pipeline.dedup.settings import NearDedupConfig
 
 log = logging.getLogger(__name__)
 REASON = NEAR_DUPLICATE

@@ -32,7 +32,7 @@ import numpy as np
 from glassbox.schema import validate
 from pipeline.dedup.static_model import default_model_path
 from pipeline.rows import SEMANTIC_DUPLICATE
-from pipeline.settings import SemanticDedupConfig
+from pipeline.dedup.settings import SemanticDedupConfig
 
 DIM = 384                      # all-MiniLM-L6-v2's embedding width
 REASON = SEMANTIC_DUPLICATE

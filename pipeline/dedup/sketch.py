@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from pipeline.dedup.exact import exact_hash, exact_hash_of_key, key_words
 from pipeline.dedup.minhash import band_keys, minhash_signatures, shingle_hashes
-from pipeline.words import unit_ngram
+from pipeline.clean.words import unit_ngram
 
 SKETCH_COLUMNS = ("_scope", "_q", "exact_hash", "shingles", "bands")  # what the dedup paths add before comparing
 OUT_COLUMNS = [("exact_hash", pa.string()), ("shingles", pa.binary()), ("bands", pa.list_(pa.int64()))]

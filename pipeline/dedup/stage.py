@@ -29,10 +29,10 @@ from pipeline.dedup.sketch import SKETCH_COLUMNS
 from pipeline.dedup.near import sketch_rows, near_status_marks
 from pipeline.dedup.local import dedup_files, input_text_bytes
 from pipeline.rows import EXACT_DUPLICATE, KEPT, SEMANTIC_DUPLICATE
-from pipeline.runner import StageSpec
-from pipeline.spark import finish_stage, input_stats, text_bytes
-from pipeline.stats import StageStats
-from pipeline.units import parquet_files
+from pipeline.run.runner import StageSpec
+from pipeline.run.spark import finish_stage, input_stats, text_bytes
+from pipeline.run.stats import StageStats
+from pipeline.run.units import parquet_files
 
 
 def exact_marks(fp: DataFrame) -> DataFrame:
@@ -117,7 +117,7 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
 
 def identity(cfg) -> dict:
     """What dedup's output depends on. `local_max_bytes` only chooses between two paths that write the
-    same files (tests/test_dedup_local.py), so changing it does not rerun a finished dedup."""
+    same files (tests/pipeline/dedup/test_dedup_local.py), so changing it does not rerun a finished dedup."""
     return {"dedup": dataclasses.replace(cfg.dedup, local_max_bytes=0)}
 
 

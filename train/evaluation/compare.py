@@ -30,7 +30,7 @@ from pathlib import Path
 
 import torch
 
-from train.prompts import PROMPTS, read_prompts  # noqa: F401  (the bundled prompt set)
+from train.loop.prompts import PROMPTS, read_prompts  # noqa: F401  (the bundled prompt set)
 SCORE_COLUMNS = ["score_1", "score_2", "preferred", "notes"]
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from train.export.files import EXPORT_RECORD
-from train.heldout_loss import combine, heldout_losses, logged_val  # noqa: F401  (the measure itself)
+from train.loop.heldout_loss import combine, heldout_losses, logged_val  # noqa: F401  (the measure itself)
 
 
 class EvalError(RuntimeError):

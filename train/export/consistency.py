@@ -8,7 +8,7 @@ Three checks, all of which must pass:
 2. Logits: a few fixed token sequences (the first held-out validation sequence of up to three sources when the
    run held data out, else two fixed English sentences through the run's tokenizer; plus one sequence of
    seeded random ids over the whole vocabulary, so rare rows of the embedding and head are exercised) through
-   (a) ``train.model.Llama``, one process, fp32, holding the merged weights as exported and (b)
+   (a) ``train.model.transformer.Llama``, one process, fp32, holding the merged weights as exported and (b)
    ``AutoModelForCausalLM.from_pretrained(DIR, dtype=float32)``. Passes when
 
        max |logit_a - logit_b|  <=  RTOL * max(1, max |logit_a|),   RTOL = 1e-4,

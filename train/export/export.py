@@ -48,7 +48,7 @@ from train.export.files import EXPORT_RECORD
 STATUS_FAILED, STATUS_ERROR = 1, 2
 # The merged checkpoint's held-out loss against the run's logged val_loss (fp32 runs): the trainer and the
 # single-process model differ in summation order only (~1e-7 relative), as the layouts do in
-# tests/test_train_runs.py, whose 1e-5 this reuses. Skipped above ~1e12 FLOPs (a minute or so on a CPU).
+# tests/train/test_train_runs.py, whose 1e-5 this reuses. Skipped above ~1e12 FLOPs (a minute or so on a CPU).
 VAL_CHECK_RTOL = 1e-5
 VAL_CHECK_FLOPS = 1e12
 
@@ -105,7 +105,7 @@ class Prepared:
     def val_loss_check(self) -> dict:
         """The merged weights against the run's own validation loss at this step (a check of the merge
         itself, which the comparison with transformers cannot see: both sides hold the merged weights)."""
-        from train import heldout_loss as heldout
+        from train.loop import heldout_loss as heldout
         from train.export import weights
 
         logged = heldout.logged_val(self.ckpt.run, self.ckpt.step)
@@ -166,7 +166,7 @@ def write_export(prep: Prepared, out: Path, max_shard_bytes: int, chat_template:
 def record(prep: Prepared, out_final: Path, files: list[str], out_tmp: Path, result: dict, chat_template: bool) -> dict:
     import dataclasses
 
-    from train.run_record import code_version
+    from train.loop.run_record import code_version
 
     return {
         "format": 1,

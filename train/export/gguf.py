@@ -119,7 +119,7 @@ def gguf_logits_fn(llm):
 
 
 def heldout(order, logits_fn, vocab: int) -> dict:
-    from train.heldout_loss import combine, heldout_losses
+    from train.loop.heldout_loss import combine, heldout_losses
 
     per = heldout_losses(logits_fn, order, vocab)
     overall, _ = combine(per, order)
@@ -135,7 +135,7 @@ def with_ratios(measured: dict, reference: dict) -> dict:
 
 
 def prompt_ids(tokenizer, eos: int | None, ctx: int, n_new: int) -> list[list[int]]:
-    from train.prompts import read_prompts
+    from train.loop.prompts import read_prompts
 
     out = []
     for p in read_prompts():

@@ -12,7 +12,7 @@ How the sentencepiece model maps onto ``tokenizers``:
 - Whitespace: ``Metaspace`` (spaces become ``▁``, one ``▁`` prepended to the text when the model adds a
   dummy prefix) without splitting, so whitespace-only pieces still match. The decoder undoes it and drops
   that one leading space, like ``sentencepiece.decode``.
-- A model trained with ``normalization_rule_name=identity`` (the project's tokenizer, pipeline/tokenize.py)
+- A model trained with ``normalization_rule_name=identity`` (the project's tokenizer, pipeline/tokenize/tokenizer.py)
   needs no normalizer; other models carry their precompiled normalisation map over as ``Precompiled``.
 - Control pieces (unk, bos, eos, pad) are special tokens; user-defined pieces are added tokens (never split).
   Two differences from sentencepiece: the text of a special token inside the input (``<eod>``) maps to that
@@ -30,7 +30,7 @@ import json
 import shutil
 from pathlib import Path
 
-from train.sp_model import (BPE, BYTE, CONTROL, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED,  # noqa: F401
+from train.tokenizer.sp_model import (BPE, BYTE, CONTROL, NORMAL, UNIGRAM, UNKNOWN, UNUSED, USER_DEFINED,  # noqa: F401
                             SentencePieceFormatError, SpModel, read_sp_model)
 
 # A plain transcript for chat with a base model (no chat-tuned template yet). The server uses it when the

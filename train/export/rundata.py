@@ -1,6 +1,6 @@
 """What a run directory points at: the manifest it trained on, the tokenizer, the held-out documents.
 
-``run.json`` records the manifest's path and ``content_hash`` (train/run_record.py); the manifest names the
+``run.json`` records the manifest's path and ``content_hash`` (train/loop/run_record.py); the manifest names the
 sentencepiece model (path relative to the manifest, sha256) and its special ids. The held-out validation
 documents are the trainer's own (``data_order/meta.json``, train/data/sample_index.py; after a switch of manifest
 version, the current segment's, train/data/timeline.py): perplexity here is computed on exactly the sequences

@@ -1,8 +1,8 @@
 """A run's checkpoint as one state dict, whatever layout trained it, and its Hugging Face form.
 
-How a checkpoint is laid out (train/checkpoint.py, DeepSpeed's ``PipelineModule``): ``checkpoints/step_N/``
+How a checkpoint is laid out (train/checkpoint/store.py, DeepSpeed's ``PipelineModule``): ``checkpoints/step_N/``
 holds one file per pipeline layer and tensor-parallel rank, ``layer_XX-model_YY-model_states.pt``. XX is the
-*global* layer index of ``train.pipeline_parallel.layer_specs`` (0 the embedding, 1..n_layers the blocks,
+*global* layer index of ``train.engine.pipeline_stages.layer_specs`` (0 the embedding, 1..n_layers the blocks,
 n_layers + 1 the head), so pipeline stages need no mapping of their own: the stage that held a layer does not
 appear in the name. YY is the tensor-parallel rank; data-parallel rank 0 writes every layer, the other data
 replicas hold the same weights and write none. ZeRO optimizer partitions (``zero_pp_rank_*``) and
@@ -31,10 +31,10 @@ from pathlib import Path
 
 import torch
 
-from train.checkpoint import (COMPLETE, VOCAB_ROWS, checkpoints_dir, complete_checkpoints,  # noqa: F401
+from train.checkpoint.store import (COMPLETE, VOCAB_ROWS, checkpoints_dir, complete_checkpoints,  # noqa: F401
                               layer_files, layer_names_for, meta_model, partition_dims)
-from train.hf_files import safetensors_files
-from train.model import Llama, ModelConfig
+from train.checkpoint.hf_files import safetensors_files
+from train.model.transformer import Llama, ModelConfig
 from train.plan import Plan, PlanError, read_plan
 
 
@@ -93,7 +93,7 @@ def find_checkpoint(run: str | Path, step: int | None = None) -> RunCheckpoint:
 
 
 def merge_checkpoint(ckpt: RunCheckpoint) -> dict[str, torch.Tensor]:
-    """The ``train.model.Llama`` state dict of a checkpoint: pipeline layers renamed, tensor slices merged,
+    """The ``train.model.transformer.Llama`` state dict of a checkpoint: pipeline layers renamed, tensor slices merged,
     every shape checked against the model and every value checked finite."""
     cfg, tp = ckpt.model_cfg, ckpt.layout["tp"]
     names = layer_names_for(cfg.n_layers)
@@ -142,7 +142,7 @@ def merge_checkpoint(ckpt: RunCheckpoint) -> dict[str, torch.Tensor]:
 
 
 def hf_name(name: str) -> str:
-    """``train.model.Llama`` parameter name -> ``LlamaForCausalLM``'s."""
+    """``train.model.transformer.Llama`` parameter name -> ``LlamaForCausalLM``'s."""
     if name == "embed.embed_tokens.weight":
         return "model.embed_tokens.weight"
     if name == "head.norm.weight":
@@ -171,7 +171,7 @@ def reference_state_dict(sd: dict[str, torch.Tensor], dtype: torch.dtype) -> dic
 
 
 def load_reference_model(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> Llama:
-    """``train.model.Llama`` (one process, fp32) holding ``sd``."""
+    """``train.model.transformer.Llama`` (one process, fp32) holding ``sd``."""
     model = meta_model(cfg)
     model.load_state_dict(sd, strict=True, assign=True)
     return model.eval()

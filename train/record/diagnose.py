@@ -26,7 +26,7 @@ Curves are judged in points (logged rows), not in step units, so gaps in the ste
 threshold is a field of ``DiagnoseConfig`` with its default and the reason for it; the CLI exposes the main
 ones. Thresholds are set so that realistic healthy curves (power-law decay with noise, warmup then decay,
 the end of a cosine schedule, noisy small-batch curves, runs of 20 to 5,000 steps) give no finding:
-``tests/test_diagnose.py`` holds both sides.
+``tests/train/record/test_diagnose.py`` holds both sides.
 
     glassbox diagnose RUN [--json] [--format F] [--tags FIELD=TAG,...] [--vocab-size N] [--spike-z Z]
                                  [--floor NATS]

@@ -1,6 +1,6 @@
 """Reading a run directory: ``metrics.jsonl`` rows, the resolved config and ``run.json``.
 
-``metrics.jsonl`` is written by train/metrics.py, one JSON object a line: ``kind: "train"`` rows (step,
+``metrics.jsonl`` is written by train/loop/metrics.py, one JSON object a line: ``kind: "train"`` rows (step,
 tokens, loss, lr, grad_norm, tokens_per_s, mfu, step_s, time and any extra fields) and ``kind: "val"`` rows
 (step, tokens, val_loss, val_loss_<source>). What a reader must survive:
 

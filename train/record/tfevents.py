@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # (field, wire type, value) of a message; a truncated or unknown field raises WireFormatError (a ValueError).
-from train.protowire import fields, varint
+from train.tokenizer.protowire import fields, varint
 
 # ------------------------------------------------------------------------------------------------ CRC-32C
 

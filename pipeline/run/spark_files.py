@@ -1,0 +1,14 @@
+"""Model files shipped to executors with `spark-submit --files`."""
+from __future__ import annotations
+
+import os
+
+
+def resolve_model(path: str) -> str:
+    """On a cluster the model travels with `spark-submit --files`; locally it is in models/."""
+    if os.path.exists(path):
+        return path
+    from pyspark import SparkFiles
+
+    shipped = SparkFiles.get(os.path.basename(path))
+    return shipped if os.path.exists(shipped) else path

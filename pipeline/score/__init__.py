@@ -1,0 +1,1 @@
+"""The score stage: the quality classifier, KenLM perplexity and buckets, and the score rules."""

@@ -1,0 +1,1 @@
+"""Tokens: benchmark decontamination, the tokenizer and token shards."""

@@ -1,0 +1,127 @@
+"""The ablation spec (ablation/spec.py): every mistake named with its key and the fix, before anything runs.
+No Spark, no trainer: the checks read files only."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ablation.spec import apply_overrides, check
+from glassbox.schema import ConfigError
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def files(tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps({"id": str(i), "text": f"document {i} text."}) + "\n" for i in range(3)))
+    base = tmp_path / "pipeline.yaml"
+    base.write_text(yaml.safe_dump({"sources": {"prose": {"format": "jsonl", "paths": [str(docs)]}},
+                                    "clean": {"languages": ["en"]}}))
+    return tmp_path, base, docs
+
+
+def write_spec(tmp_path, base, docs, **changes):
+    spec = {"name": "t", "base": str(base),
+            "variants": {"null_control": {"seeds": [3, 4]}, "no_rules": {"set": {"clean.rules": []}}},
+            "proxy": {"config": str(REPO / "examples/ablate/proxy.yaml"), "tokens": 20480},
+            "seeds": [1, 2], "evaluations": {"prose": {"paths": [str(docs)], "format": "jsonl"}}}
+    for k, v in changes.items():
+        if v is None:
+            spec.pop(k, None)
+        else:
+            spec[k] = v
+    p = tmp_path / "spec.yaml"
+    p.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return str(p)
+
+
+def error_of(path) -> str:
+    with pytest.raises(ConfigError) as e:
+        check(path)
+    return str(e.value)
+
+
+def test_a_good_spec_resolves_every_variant_and_the_steps(files):
+    spec, variants, plan = check(write_spec(*files))
+    assert [v.name for v in variants] == ["base", "null_control", "no_rules"]
+    assert variants[0].config.clean.rules and variants[2].config.clean.rules == []
+    assert variants[1].seeds == [3, 4] and variants[2].seeds == [1, 2]
+    assert plan["steps"] == 20480 // (16 * 64) and plan["tokens"] == plan["steps"] * 16 * 64
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({"variant": {}}, "variant: unknown key (did you mean variants?)"),
+    ({"seeds": [1]}, "seeds: at least 2 seeds"),
+    ({"proxy": {"config": str(REPO / "examples/ablate/proxy.yaml")}}, "proxy.tokens: missing; add proxy.tokens"),
+    ({"proxy": {"config": str(REPO / "examples/ablate/proxy.yaml"), "tokens": 100}},
+     "proxy.tokens: 100 is less than one step of 1024 tokens"),
+    ({"proxy": {"config": str(REPO / "examples/ablate/proxy.yaml"), "tokens": 20480, "max_epoch": 3}},
+     "proxy.max_epoch: unknown key (did you mean max_epochs?)"),
+    ({"variants": {"base": {}}}, "variants.base: 'base' is the base config itself"),
+    ({"variants": {"x": {"seeds": [1, 2, 3]}}}, "variants.x.seeds: 3 seeds, the base has 2"),
+    ({"variants": {"x": {"set": {"clean.rulez": []}}}}, "variants.x.set: clean.rulez: unknown key (did you mean rules?)"),
+    ({"variants": {"x": {"set": {"score.min_quality": 2}}}}, "variants.x.set: score.min_quality: must be <= 1"),
+    ({"variants": {"x": {"sett": {}}}}, "variants.x.sett: unknown key (did you mean set?)"),
+    ({"variants": {}}, "variants: name at least one variant"),
+    ({"evaluations": {"prose": {"paths": ["nowhere.txt"]}}}, "evaluations.prose.paths: no file nowhere.txt"),
+    ({"evaluations": {"prose": {"paths": ["x"], "format": "csv"}}}, "evaluations.prose.format: must be one of text, jsonl"),
+    ({"name": "a/b"}, "name: use letters, digits"),
+])
+def test_mistakes_name_the_key_and_the_fix(files, changes, expected):
+    msg = error_of(write_spec(*files, **changes))
+    assert expected in msg, msg
+    assert msg.startswith(str(files[0] / "spec.yaml"))
+
+
+def test_a_proxy_config_without_seq_len_is_refused(files, tmp_path):
+    cfg = yaml.safe_load((REPO / "examples/ablate/proxy.yaml").read_text())
+    cfg["data"]["seq_len"] = None
+    p = tmp_path / "proxy.yaml"
+    p.write_text(yaml.safe_dump(cfg))
+    msg = error_of(write_spec(*files, proxy={"config": str(p), "tokens": 20480}))
+    assert "leaves data.seq_len null; set it" in msg
+
+
+def test_overrides_set_nested_keys_and_null_removes_one():
+    raw = {"sources": {"a": {"format": "jsonl"}, "b": {"format": "text"}}, "clean": {"languages": ["en"]}}
+    out = apply_overrides(raw, {"clean.min_lang_score": 0.5, "sources.b": None, "score.min_quality": 0.2}, "v")
+    assert out == {"sources": {"a": {"format": "jsonl"}}, "clean": {"languages": ["en"], "min_lang_score": 0.5},
+                   "score": {"min_quality": 0.2}}
+    assert raw["sources"]["b"] == {"format": "text"}            # the base is not changed
+    with pytest.raises(ConfigError, match="v.sources.c: null removes a key, but the base config has no sources.c"):
+        apply_overrides(raw, {"sources.c": None}, "v")
+
+
+def test_the_demo_spec_checks():
+    """examples/ablate/demo.yaml, as make demo-ablate runs it (its planted files written first)."""
+    from ablation.planted import write_planted
+
+    write_planted(str(REPO / "examples/sample/books/tinyshakespeare.jsonl.gz"),
+                  str(REPO / "data/ablate-demo/planted"), 800)
+    import os
+
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        spec, variants, plan = check("examples/ablate/demo.yaml")
+        _, classifier, _ = check("examples/ablate/classifier.yaml")
+    finally:
+        os.chdir(cwd)
+    assert {v.name for v in variants} == {"base", "null_control", "heuristics"} and plan["steps"] == 160
+    assert [v.config.score.min_quality for v in classifier] == [0.0, 0.1]
+
+
+def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
+    """`glassbox ablate SPEC` with a mistyped override: exit 2, the key and the fix on stderr, nothing written."""
+    from glassbox.cli import main
+
+    tmp_path = files[0]
+    spec = write_spec(*files, variants={"x": {"set": {"dedup.exat": False}}}, out=str(tmp_path / "out"))
+    assert main(["ablate", spec]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ablate error: ") and "variants.x.set: dedup.exat: unknown key (did you mean exact?)" in err
+    assert not (tmp_path / "out").exists()
+    assert main(["ablate", write_spec(*files, out=str(tmp_path / "out")), "--check"]) == 0
+    assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()

@@ -1,0 +1,71 @@
+import gzip
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.rows import KEPT, REJECTED, UNREADABLE
+from pipeline.rows import ROW_KEYS
+from pipeline.read.documents import read_jsonl, read_parquet, read_text
+
+
+def _by_status(rows):
+    out = {}
+    for r in rows:
+        assert set(r) == set(ROW_KEYS)
+        out.setdefault(r["status"], []).append(r)
+    return out
+
+
+def test_jsonl_keeps_source_ids_and_counts_bad_lines(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text("\n".join([json.dumps({"id": 7, "body": "hello world"}), "{not json",
+                            json.dumps({"id": "b", "body": "   "}), json.dumps({"id": "c"}), "[1, 2]",
+                            json.dumps({"id": "d", "body": "second doc"})]) + "\n")
+    rows = _by_status(read_jsonl(str(p), "s", text_field="body"))
+    assert [r["source_id"] for r in rows[KEPT]] == ["7", "d"]
+    assert sorted(r["reason"] for r in rows[REJECTED]) == ["empty_text", "missing_text"]
+    assert [r["reason"] for r in rows[UNREADABLE]] == ["bad_json", "bad_json"]
+
+
+def test_jsonl_truncated_gzip_keeps_good_lines(tmp_path):
+    lines = "".join(json.dumps({"text": f"document number {i} " * 50}) + "\n" for i in range(200))
+    data = gzip.compress(lines.encode())
+    p = tmp_path / "d.jsonl.gz"
+    p.write_bytes(data[: len(data) // 2])
+    rows = _by_status(read_jsonl(str(p), "s"))
+    assert 0 < len(rows[KEPT]) < 200
+    assert [r["reason"] for r in rows[UNREADABLE]] == ["truncated_gzip"]
+
+
+def test_ids_are_stable_and_independent_of_directory(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    for d in (a, b):
+        (d / "x.jsonl").write_text(json.dumps({"text": "same text"}) + "\n")
+    ida = [r["id"] for r in read_jsonl(str(a / "x.jsonl"), "s")]
+    idb = [r["id"] for r in read_jsonl(str(b / "x.jsonl"), "s")]
+    assert ida == idb and len(ida[0]) == 32
+    assert ida != [r["id"] for r in read_jsonl(str(a / "x.jsonl"), "other_source")]
+
+
+def test_text_and_parquet_sources(tmp_path):
+    t = tmp_path / "book.txt"
+    t.write_text("Call me Ishmael.\nSome years ago...\n")
+    [row] = read_text(str(t), "books")
+    assert row["status"] == KEPT and row["text"].startswith("Call me")
+    latin = tmp_path / "latin1.txt"
+    latin.write_bytes("Café au lait, s'il vous plaît, très chaud.".encode("cp1252"))
+    [row] = read_text(str(latin), "books")
+    assert row["status"] == KEPT and "Café" in row["text"]
+
+    pq.write_table(pa.table({"content": ["a doc", None, "another"], "key": ["k1", "k2", "k3"]}),
+                   tmp_path / "x.parquet")
+    rows = _by_status(read_parquet(str(tmp_path / "x.parquet"), "p", text_field="content", id_field="key"))
+    assert [r["source_id"] for r in rows[KEPT]] == ["k1", "k3"]
+    assert rows[REJECTED][0]["reason"] == "missing_text"
+    [bad] = read_parquet(str(tmp_path / "x.parquet"), "p", text_field="nope")
+    assert bad["status"] == UNREADABLE and bad["reason"] == "missing_text_field"
+    (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
+    [bad] = read_parquet(str(tmp_path / "broken.parquet"), "p")
+    assert bad["reason"] == "bad_parquet"

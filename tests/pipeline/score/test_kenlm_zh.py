@@ -1,0 +1,122 @@
+"""The committed Chinese KenLM model (quality_models/default/zh.*) and the score stage on Chinese documents.
+
+Plain Python: the score stage's partition functions (pipeline/score/batches.py) and its distributions
+(pipeline/score/distributions.py) on a batch of documents, as jobs/score.py runs them on every unit.
+"""
+import re
+import statistics
+
+import pyarrow as pa
+import pytest
+
+from conftest import REPO, shared
+from pipeline.score.batches import decide_score_partition, score_partition
+from pipeline.score.perplexity import available_languages, get_scorer, normalize_for_lm
+from pipeline.score.distributions import distributions
+from pipeline.score.settings import ScoreConfig
+from quality_models import train_kenlm
+
+DEFAULT = REPO / "quality_models" / "default"
+DATA = REPO / "quality_models" / "data"
+ZH_REFERENCE = [DATA / "zh-ud-gsdsimp-dev.txt", DATA / "zh-ud-pud-test.txt"]
+SPAM_WARC = REPO / "examples" / "sample" / "resiliparse-cc-excerpt.warc.gz"
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return get_scorer(DEFAULT, "zh")
+
+
+@pytest.fixture(scope="module")
+def heldout():
+    """Reference sentences the model was not trained on (the trainer's deterministic 10 %)."""
+    _, held = train_kenlm.split_heldout(train_kenlm.read_reference(ZH_REFERENCE, "plain"))
+    return held
+
+
+@pytest.fixture(scope="module")
+def spam():
+    """The Chinese pages of the sample's Common Crawl excerpt: SEO spam, gambling link lists, a 404
+    page, footers (selected by their share of Han characters, so the test needs no language ID)."""
+    docs = [t for t in train_kenlm.extract_web_texts(SPAM_WARC) if len(_HAN.findall(t)) > 0.3 * len(t)]
+    assert len(docs) >= 6
+    return docs
+
+
+def test_zh_model_is_committed_and_small(scorer):
+    assert {"en", "zh"} <= set(available_languages(DEFAULT))
+    assert scorer.order == 4
+    size = (DEFAULT / "zh.klm").stat().st_size + (DEFAULT / "zh.sp.model").stat().st_size
+    assert size < 2_000_000
+    card = (DEFAULT / "kenlm-zh.md").read_text(encoding="utf-8")
+    for expected in ("zh-ud-gsdsimp-dev.txt", "zh-ud-pud-test.txt", "CC BY-SA 4.0", "CC BY-SA 3.0",
+                     "character coverage 0.9995", "evaluation prose"):
+        assert expected in card
+
+
+def test_normalisation_keeps_chinese():
+    line = "２０２０年，北京大學的學生“很多”……"
+    out = normalize_for_lm(line)
+    assert "北京大學的學生" in out and "年" in out
+    assert out.startswith("0000年")  # full-width digits are decimal digits too
+    assert len(_HAN.findall(out)) == len(_HAN.findall(line))
+
+
+def test_chinese_text_is_scored_in_pieces(scorer):
+    pieces = scorer.tokenize(normalize_for_lm("这种车辆如果归私人拥有，多半会设置昂贵的音频设备。"))
+    assert 5 < len(pieces) < 40  # characters and short words, not one piece per sentence
+    p = scorer.perplexity("这种车辆如果归私人拥有，多半会设置昂贵的音频设备。")
+    assert p is not None and 1 < p < 10_000
+    # traditional characters (two thirds of the reference) are covered too
+    assert scorer.perplexity("對於通過社交媒體來跟踪國會山任職變遷的人而言，這次與以往有所不同。") < 10_000
+
+
+def test_prose_below_spam_below_shuffled(scorer, heldout, spam):
+    held = scorer.score_batch(heldout)
+    assert len(heldout) > 100 and all(p is not None for p in held)
+    spam_ppl = scorer.score_batch(spam)
+    shuffled = scorer.score_batch([train_kenlm.shuffled(t) for t in heldout])
+    assert statistics.median(held) * 2 < statistics.median(spam_ppl)
+    assert statistics.median(held) * 3 < statistics.median(shuffled)
+    # per sentence, a shuffled copy reads worse than the original nearly always
+    assert sum(s > h for h, s in zip(held, shuffled)) > 0.9 * len(held)
+
+
+def test_real_prose_below_spam(scorer, spam):
+    """lingua's Chinese test sentences (never trained on, only in ../shared/data)."""
+    lines = shared("langid", "lingua", "sentences", "zh.txt").read_text(encoding="utf-8").splitlines()
+    prose = scorer.score_batch([ln for ln in lines if ln.strip()][:200])
+    assert statistics.median(prose) * 1.2 < statistics.median(scorer.score_batch(spam))
+
+
+def test_score_stage_gives_chinese_documents_a_bucket(heldout, spam):
+    """Chinese rows get a perplexity and a head/middle/tail bucket from zh's own cut-offs; English
+    rows keep theirs; a language without a model (ja) gets nulls."""
+    prose = heldout[:30]
+    texts = prose + spam + ["The river rises in the hills and flows north to the sea.", "今日は良い天気ですね。", ""]
+    langs = ["zh"] * (len(prose) + len(spam)) + ["en", "ja", "zh"]
+    batch = pa.RecordBatch.from_pydict({
+        "id": [f"d{i}" for i in range(len(texts))], "source": ["web"] * len(texts), "text": texts, "lang": langs})
+    cfg = ScoreConfig(fasttext_model=str(DEFAULT / "quality_ft.ftz"), kenlm_dir=str(DEFAULT))
+    scored = pa.Table.from_batches(list(score_partition(cfg, batch.schema)(iter([batch]))))
+    ppl = scored.column("perplexity").to_pylist()
+    assert all(p is not None for p in ppl[:len(prose) + len(spam)])
+    assert ppl[-3] is not None and ppl[-2] is None and ppl[-1] is None  # en scored; ja no model; empty zh
+
+    rows, cutoffs = distributions(scored.select(["lang", "source", "quality_ft", "perplexity"]), 0.3, 0.6)
+    assert set(cutoffs) == {"en", "zh"}
+    zh_row = next(r for r in rows if r["lang"] == "zh" and r["source"] == "*")
+    assert zh_row["perplexity_scored"] == len(prose) + len(spam)
+
+    decided = pa.Table.from_batches(list(decide_score_partition(cfg, cutoffs, scored.schema)(
+        iter(scored.to_batches()))))
+    buckets = decided.column("ppl_bucket").to_pylist()
+    zh_buckets = buckets[:len(prose) + len(spam)]
+    assert set(zh_buckets) == {"head", "middle", "tail"}
+    assert buckets[-2] is None and buckets[-1] is None
+    # the head (lowest 30 %) is reference-like prose, and most spam pages land in the tail
+    spam_buckets = zh_buckets[len(prose):]
+    assert "head" not in spam_buckets
+    assert spam_buckets.count("tail") > len(spam) / 2
+    assert decided.column("status").to_pylist() == ["kept"] * len(texts)  # nothing dropped by default

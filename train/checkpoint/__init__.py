@@ -1,0 +1,1 @@
+"""Checkpoints: their files, resharding to another layout, and Hugging Face weights in."""

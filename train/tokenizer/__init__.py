@@ -1,0 +1,1 @@
+"""A sentencepiece model read without sentencepiece (the trainer's own tokenizer reader)."""
