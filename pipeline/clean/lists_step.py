@@ -20,7 +20,7 @@ COLUMNS = [("zh_script", "string"), ("url_block", "string")] + [(s, "double") fo
 class ListSteps:
     """The steps of one clean config; `of(cfg)` builds them once per config (per worker process)."""
 
-    _cached: list = [None, None]
+    _cached: list = []   # (config, steps) of the last few configs: a worker serves one, a bench two
 
     def __init__(self, cfg):
         self.cfg = cfg
@@ -29,9 +29,11 @@ class ListSteps:
 
     @classmethod
     def of(cls, cfg) -> "ListSteps":
-        if cls._cached[0] is not cfg:
-            cls._cached[:] = [cfg, cls(cfg)]
-        return cls._cached[1]
+        for c, steps in cls._cached:
+            if c is cfg:
+                return steps
+        cls._cached[:] = [(cfg, cls(cfg))] + cls._cached[:3]
+        return cls._cached[0][1]
 
     def before_rules(self, row: dict, lang: str | None, url: str | None) -> str | None:
         """URL check and 繁/简 policy; writes url_block, zh_script (and converts row["text"] when told)."""
@@ -48,7 +50,9 @@ class ListSteps:
                 reason = reason or ZH_TRADITIONAL
         if self.safety is not None:
             # a traditional page meets the simplified lists through the character fold of the dedup keys
-            text = row["text"].translate(tables()[2]) if is_chinese(lang) else row["text"]
+            text = row["text"]
+            if row["zh_script"] in (TRADITIONAL, "mixed"):
+                text = text.translate(tables()[2])
             row.update(self.safety.signals(text, lang))
         else:
             row.update(dict.fromkeys(SAFETY_SIGNALS, 0.0))

@@ -5,7 +5,7 @@ category on reference prose of the language and put the threshold where nearly a
 
 Reference documents: `DIR/<lang>/<kind>/*.jsonl.gz` (../shared/data/prose: seven kinds each of English and
 Chinese) and documents of ten sentences of `LINGUA/sentences/<lang>.txt` (75 languages). Only the calibration
-half is read: prose documents whose parent id (the part before `#`) has an even sha1, and the even-numbered
+half is read: prose documents whose parent id (the part before `#`) has an even salted sha1, and the even-numbered
 sentence lines; the other half is held out to measure what the thresholds cost (bench/zh_lists.py).
 
 Per language and category the threshold (matches per 1,000 characters above which a document is rejected) is
@@ -30,7 +30,7 @@ from pipeline.clean import reference_docs
 from pipeline.clean.lists import LISTS_DIR
 
 PASS_SHARE = 0.995
-FLOOR = 1.0          # per 1,000 characters: about three matches in a page of 3,000 characters
+FLOOR = 2.0          # per 1,000 characters: six matches in a page of 3,000 characters (1.0 lost 1.6 % of held-out zh)
 MARGIN = 1.25
 THRESHOLDS = LISTS_DIR / "safety" / "thresholds.json"
 
@@ -38,7 +38,8 @@ THRESHOLDS = LISTS_DIR / "safety" / "thresholds.json"
 def calibration_half(doc_id: str) -> bool:
     """True for the prose documents calibration reads; the rest is held out (a work's pieces stay together)."""
     parent = doc_id.split("#", 1)[0]
-    return int(hashlib.sha1(parent.encode("utf-8")).hexdigest(), 16) % 2 == 0
+    # salted: ../shared/data/prose is itself one half of a split on the unsalted sha1 of the parent id
+    return int(hashlib.sha1(f"safety/{parent}".encode("utf-8")).hexdigest(), 16) % 2 == 0
 
 
 def prose_docs(prose: Path, half: str) -> dict[str, list[tuple[str, str, str]]]:
