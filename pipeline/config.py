@@ -214,6 +214,10 @@ def _build_clean(raw: Any, base: Path) -> CleanConfig:
             raise ConfigError(f"clean.calibration: {e}; write one with `python -m pipeline.clean.calibrate --reference DIR "
                               f"--out {cfg.calibration}` or use builtin") from None
         cfg.calibration = str(table)
+    from pipeline.clean.lists_step import check_lists       # every list file read now, not in an executor
+    problem = check_lists(cfg, base)
+    if problem:
+        raise ConfigError(f"clean.{problem}")
     return cfg
 
 

@@ -17,11 +17,13 @@ def _spark_type(kind: str) -> tuple[str, pa.DataType]:
 def clean_columns() -> list[tuple[str, str, pa.DataType]]:
     """(name, Spark type, Arrow type) of the columns the clean stage adds, in order."""
     from pipeline.clean.heuristics import SIGNAL_NAMES, SIGNAL_TYPES
+    from pipeline.clean.lists_step import COLUMNS as LIST_COLUMNS
 
     cols = [("lang", "string", pa.string()), ("lang_score", "double", pa.float64()),
             ("lines_removed", "int", pa.int32()), ("pii_emails", "int", pa.int32()),
             ("pii_ips", "int", pa.int32())]
     cols += [(name, *_spark_type(SIGNAL_TYPES[name])) for name in SIGNAL_NAMES]
+    cols += [(name, kind, pa.string() if kind == "string" else pa.float64()) for name, kind in LIST_COLUMNS]
     cols += [(c, "string", pa.string()) for c in STATUS_COLUMNS]
     return cols
 
@@ -40,7 +42,8 @@ def clean_partition(clean_cfg, lid_model_path: str, input_schema: pa.Schema):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
-            results = clean_batch(batch.column("text").to_pylist(), identifier, clean_cfg)
+            urls = batch.column("url").to_pylist() if "url" in batch.schema.names else None
+            results = clean_batch(batch.column("text").to_pylist(), identifier, clean_cfg, urls)
             arrays = []
             for field in input_schema:
                 if field.name == "text":

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glassbox.schema import setting
+from pipeline.clean.list_settings import CHINESE_SCRIPT_MODES, SafetyConfig, UrlFilterConfig
 
 
 # --- clean ---------------------------------------------------------------------------------------------------
@@ -149,6 +150,11 @@ class CleanConfig:
     keep_undetermined: bool = True
     # languages the identifier confuses with each other (null: the calibration table's groups)
     confusable: list[list[str]] | None = setting(None, check=_confusable_problem)
+    # content safety by keyword lists, URL blocklists, 繁/简 (pipeline/clean/list_settings.py; docs/chinese.md)
+    safety: SafetyConfig = setting(default_factory=SafetyConfig)
+    urls: UrlFilterConfig = setting(default_factory=UrlFilterConfig)
+    # Chinese documents detected as traditional: keep, convert with OpenCC t2s, or reject (zh_traditional)
+    chinese_script: str = setting("keep", choices=CHINESE_SCRIPT_MODES)
 
     def check(self) -> str | None:
         return per_language_problem(self.per_language, self.rules)

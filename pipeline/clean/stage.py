@@ -14,6 +14,7 @@ from pipeline.clean.heuristics import compute_signals
 from pipeline.clean.languages import Profiles
 from pipeline.clean.normalize import clean_lines, normalize_text
 from pipeline.clean.pii import mask_pii
+from pipeline.clean.lists_step import ListSteps
 from pipeline.clean.settings import CleanConfig
 from pipeline.clean.words import SEGMENTED_LANGUAGES, has_unspaced, script_counts
 
@@ -104,11 +105,14 @@ def profiles_for(cfg: CleanConfig) -> Profiles:
     return _PROFILES[1]
 
 
-def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfig) -> list[dict]:
+def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfig,
+                urls: list[str | None] | None = None) -> list[dict]:
     """One dict per input: text (cleaned), lang, lang_score, lines_removed, pii_emails, pii_ips, every
     signal, and reason (None = keep). Language ID runs once, batched, on the cleaned texts; the signals
-    and thresholds are then those of each document's language."""
+    and thresholds are then those of each document's language. `urls` (one per text, or None) feed the URL
+    blocklists; the list steps (pipeline/clean/lists_step.py) add zh_script, url_block and the safety signals."""
     profiles = profiles_for(cfg)
+    steps = ListSteps.of(cfg)
     rows: list[dict] = []
     for text in texts:
         t = normalize_text(text or "")
@@ -124,12 +128,14 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
                 else [[x] for x in identifier.predict(found)])
         for row, top in zip(rows, tops):
             row["lang"], row["lang_score"] = identify(top, row["text"], profiles) if top[0][0] != "unknown" else top[0]
-    for row in rows:
+    for row, url in zip(rows, urls or [None] * len(rows)):
         reason, lang = language_reason(row["lang"], row["lang_score"], cfg, profiles)
         row["lang"] = lang
+        listed = steps.before_rules(row, lang, url)  # always: it writes its columns on every row
+        reason = reason or listed
         profile = profiles.get(lang)
         row.update(compute_signals(row["text"], lang, profile.stopwords))
-        row["reason"] = reason or apply_rules(row, profile.rules)
+        row["reason"] = reason or apply_rules(row, profile.rules) or steps.safety_reason(row, lang)
     return rows
 
 

@@ -10,7 +10,8 @@ Two views of a text, both defined here and nowhere else:
   Tibetan is split into syllables at its tsheg and shad marks (ICU has no Tibetan dictionary).
 - `key_units(text)`: the units exact dedup, MinHash shingles and decontamination n-grams are made of:
   NFKC, case-folded, split at every non-word character, and every character of an unspaced script is a
-  unit of its own. Character units need no segmenter, so they are fast, deterministic and the same for
+  unit of its own, a traditional Chinese character folded to its simplified form (pipeline/clean/script.py),
+  so a 繁体 mirror of a 简体 page has the same key. Character units need no segmenter, so they are fast, deterministic and the same for
   every language of a script; `unit_ngram` shingles a text written mostly in such characters in
   shorter n-grams (a character carries less than a word).
 
@@ -28,6 +29,8 @@ from __future__ import annotations
 import re
 import unicodedata
 from itertools import repeat
+
+from pipeline.clean.script import fold_char
 
 # Scripts written without spaces between words: (first, last code point, ICU locale that segments them).
 _UNSPACED_RANGES: list[tuple[int, int, str]] = [
@@ -127,7 +130,7 @@ class _UnitTable(dict):
         if self._NON_WORD.match(ch):
             out = " "
         elif _UNSPACED.match(ch):
-            out = f" {ch} "
+            out = f" {fold_char(ch)} "  # a traditional character keys as its simplified form
         else:
             out = ch
         self[code] = out
@@ -140,7 +143,8 @@ _UNITS = _UnitTable()
 def key_units(text: str | None) -> list[str]:
     """The units of the dedup and decontamination keys: NFKC, case-folded, split at every run of
     non-word characters (anything but letters, digits and marks; `_` counts as a separator), and each
-    character of an unspaced script a unit of its own. On a text without unspaced characters these
+    character of an unspaced script a unit of its own (traditional Chinese folded to simplified). On a
+    text without unspaced characters these
     are exactly the words of the earlier word-only key."""
     folded = unicodedata.normalize("NFKC", text or "").casefold()
     return folded.translate(_UNITS).split()

@@ -17,18 +17,20 @@ def test_different_words_differ_and_unicode_is_folded():
 def test_key_text_equals_the_regex_definition_over_the_basic_multilingual_plane():
     """exact_key_text translates characters through a table filled from the regex [\\W_]+ instead of
     running the regex: the same text must come out, for every character and mixed with words; a
-    character of a script written without spaces is a unit of its own."""
+    character of a script written without spaces is a unit of its own, a traditional one folded to its
+    simplified form (pipeline/clean/script.py)."""
     import random
     import re
     import unicodedata
 
+    from pipeline.clean.script import fold_char
     from pipeline.clean.words import has_unspaced
 
     non_word = re.compile(r"[\W_]+", re.UNICODE)
 
     def by_regex(text):
         spaced = non_word.sub(" ", unicodedata.normalize("NFKC", text).casefold())
-        return " ".join("".join(f" {c} " if has_unspaced(c) else c for c in spaced).split())
+        return " ".join("".join(f" {fold_char(c)} " if has_unspaced(c) else c for c in spaced).split())
 
     chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
     assert exact_key_text("".join(chars)) == by_regex("".join(chars))
@@ -43,3 +45,7 @@ def test_chinese_units_are_characters_so_spacing_and_punctuation_do_not_matter()
     assert exact_key_text("使用PyTorch训练模型，效果很好。") == "使 用 pytorch 训 练 模 型 效 果 很 好"
     assert exact_hash("效果 很好") == exact_hash("效果很好！")
     assert exact_hash("效果很好") != exact_hash("效果不好")
+
+
+def test_a_traditional_mirror_has_the_key_of_its_simplified_page():
+    assert exact_hash("大多數的加長型禮車則是租車公司的財產。") == exact_hash("大多数的加长型礼车则是租车公司的财产。")
