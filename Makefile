@@ -21,7 +21,7 @@ DATA ?= data/sample
 LID_MODEL := models/lid.176.ftz
 PY_FILES := build/pipeline.zip
 CHROMIUM := /usr/bin/chromium
-# Executors run the project's interpreter; on a multi-node cluster see README ("Running on a cluster").
+# Executors run the project's interpreter; on a multi-node cluster see docs/cluster.md.
 SPARK_ENV := PYSPARK_PYTHON=$(PY) PYSPARK_DRIVER_PYTHON=$(PY) PYTHONPATH=$(CURDIR)
 # Local runs keep the driver and its web UI on loopback; a cluster master needs the real address.
 ifneq (,$(filter local%,$(SPARK_MASTER)))
@@ -192,7 +192,7 @@ bench: setup $(PY_FILES)
 	$(SPARK_ENV) $(PY) bench/semantic_dedup.py
 
 # The whole `make clean-dedup` against the bare-trafilatura floor at 1.5k and 21k records, and one
-# 21k-record WARC through the extract stage (README, "Benchmark"; about 25 minutes on 2 quiet cores).
+# 21k-record WARC through the extract stage (docs/benchmarks.md; about 25 minutes on 2 quiet cores).
 bench-e2e: setup $(PY_FILES)
 	$(PY) bench/clean_dedup_e2e.py
 
@@ -216,7 +216,7 @@ $(PEERS_VENV)/.done: bench/peers-requirements.txt
 clean:
 	rm -rf data build spark-warehouse
 
-# Training (train/): a Llama-style model on a mixture manifest with DeepSpeed (README, "Training").
+# Training (train/): a Llama-style model on a mixture manifest with DeepSpeed (docs/training.md).
 #   make pretrain TRAIN_CONFIG=train/configs/<cfg>.yaml MANIFEST=<data>/manifests/<name>.json RUN=runs/<name>
 #                 [STEPS=N] [INIT=<Hugging Face LlamaForCausalLM dir>]
 #   (CONFIG= names the pipeline config everywhere else; given to make pretrain it is read as TRAIN_CONFIG, with
@@ -255,7 +255,7 @@ $(SAMPLE_MANIFEST):
 	test -d $(DATA)/tokenized || $(MAKE) tokenize CONFIG=examples/sample.yaml DATA=$(DATA)
 	$(MAKE) mix MIX=mixes/sample.yaml DATA=$(DATA)
 
-# Serving (train/serving/): an OpenAI-compatible server for an exported model directory (README, "Serving").
+# Serving (train/serving/): an OpenAI-compatible server for an exported model directory (docs/export-and-serving.md).
 #   make serve MODEL=<exported model dir | file.gguf> [PORT=8000] [SERVE_HOST=127.0.0.1] [TP=1] [NAME=<served model id>]
 #              [API_KEY=<key>]
 # vLLM's OpenAI server when vllm is installed and a CUDA GPU is present (TP = --tensor-parallel-size),
@@ -294,8 +294,8 @@ serve: setup
 	$(if $(MODEL),,$(error make serve needs MODEL=<exported model directory>))
 	$(GLASSBOX) serve --model $(MODEL) --host $(SERVE_HOST) --port $(PORT) --tp $(TP) $(if $(NAME),--served-model-name $(NAME))
 
-# Reading a run (train/record/): diagnosis of its loss curves and one self-contained HTML report (README,
-# "Reading a run").
+# Reading a run (train/record/): diagnosis of its loss curves and one self-contained HTML report
+# (docs/reading-a-run.md).
 #   make report RUN=runs/<name> [COMPARE=<other run>]    -> RUN/report.html and RUN/loss_curve.png
 #   make diagnose RUN=runs/<name>                        -> the findings table
 # RUN and COMPARE may be any trainer's record: a run directory, a Hugging Face trainer_state.json (or its output
@@ -321,7 +321,7 @@ trace: setup
 	$(if $(STEP),,$(error make trace needs STEP=<optimizer step>, e.g. make trace RUN=$(RUN) STEP=25))
 	$(GLASSBOX) trace $(RUN) --step $(STEP)
 
-# Export and evaluation (train/export/, train/evaluation/; README, "Export and evaluation").
+# Export and evaluation (train/export/, train/evaluation/; docs/export-and-serving.md).
 #   make export RUN=runs/<name> [OUT=runs/<name>/export] [STEP=N] [FORCE=1]
 #     the newest complete checkpoint (or STEP), any TP x PP x DP layout, as a Hugging Face LlamaForCausalLM
 #     directory; written only when it matches the training model (logits, greedy text, weights, val_loss)
@@ -346,7 +346,7 @@ evaluate: setup
 	$(GLASSBOX) evaluate harness $(EVAL_MODEL) $(if $(TASKS),--tasks $(TASKS)) $(if $(LIMIT),--limit $(LIMIT))
 	$(if $(BASELINE),$(GLASSBOX) evaluate compare $(EVAL_MODEL) $(BASELINE) --out $(EVAL_MODEL)/eval/compare.csv)
 
-# Ablations (ablation/; README, "Does a filter help? Ablations"): every variant of a base pipeline config through
+# Ablations (ablation/; docs/ablations.md): every variant of a base pipeline config through
 # the stages (unchanged ones reused), one fixed tokenizer, proxies at an equal token budget over seeds, held-out
 # loss per domain, a verdict per variant: ablations/<name>/{results.json,report.html}. Rerun to continue.
 #   make ablate SPEC=examples/ablate/demo.yaml

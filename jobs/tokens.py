@@ -236,7 +236,7 @@ def main(argv=None) -> int:
         return 2
     print(stats.summary())
     tok = counts["tokenizer"]
-    if not counts["documents"]:  # an empty corpus is a result, not an error (README, "When nothing is kept")
+    if not counts["documents"]:  # an empty corpus is a result, not an error (docs/pipeline.md, "When nothing is kept")
         from pipeline.run.stats import load_chain, nothing_kept_line
 
         upstream = nothing_kept_line(load_chain(data, "decontaminate")) or "nothing was kept: decontaminated/ is empty"

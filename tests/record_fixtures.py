@@ -1,5 +1,5 @@
 """Synthetic training records for the diagnosis and report tests: realistic healthy curves and ones with a
-pattern injected at a known step.
+pattern injected at a known step (``inject_<kind>(n, seed) -> (rows, step)``), one per kind of finding.
 
 The loss model: progress is the cumulative learning rate S(t) (so warmup starts slowly and a decayed
 schedule slows down), loss = floor + b (1 + S/tau)^-alpha + c lr(t)/lr_max (the last term is the noise
@@ -99,3 +99,106 @@ def write_run(run: Path, rows: list[dict], *, vocab_size: int | None = VOCAB, to
                       "ffn_hidden": 192, "max_seq_len": 64, "vocab_multiple": 64},
             "seq_len": 64, "vocab_size": vocab_size, "tokens_per_step": 4096}))
     return run
+
+
+# ------------------------------------------------------------------ patterns injected at a known step
+
+def noisy_run(n, seed, sigma=0.01):
+    """(noise-free loss, lr, loss with batch noise) of a healthy run of n steps, 5% of them warm-up."""
+    base, lr = trend(n, warmup=n // 20)
+    return base, lr, noisy(base, sigma, seed)
+
+
+def inject_spike(n, seed):
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.6 * n)
+    y[t0] *= 1.6                      # a bad batch, and half a recovery the step after
+    y[t0 + 1] *= 1.2
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_divergence(n, seed):
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.5 * n)
+    t = np.arange(n)
+    y = y + np.where(t >= t0, 0.8 * base[t0] * np.clip(t - t0, 0, None) / (n - t0), 0.0)
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_nan(n, seed):
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.7 * n)
+    y[t0:] = np.nan
+    return rows_from(y, lr, seed=seed), t0 + 1
+
+
+def inject_plateau(n, seed):
+    base, lr = trend(n, kind="constant", tau=n / 200, alpha=0.6)
+    t0 = int(0.2 * n)
+    b = base.copy()
+    b[t0:] = base[t0]
+    return rows_from(noisy(b, 0.01, seed), lr, val=b + 0.05, val_every=max(1, n // 25), seed=seed), t0 + 1
+
+
+def inject_overfitting(n, seed):
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.5 * n)
+    t = np.arange(n)
+    val = np.where(t < t0, base, base[t0] + 0.3 * (t - t0) / (n - t0)) + 0.05 \
+        + 0.002 * np.random.default_rng(seed).standard_normal(n)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
+def inject_val_noisy(n, seed):
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.3 * n)
+    t = np.arange(n)
+    val = base + 0.05 + np.where(t >= t0, 0.06 * base * np.random.default_rng(seed + 3).standard_normal(n), 0.0)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
+def inject_low_initial_loss(n, seed):
+    base, lr = trend(n, warmup=n // 20, start=5.0, floor=1.0)      # starts 5.4 nats below ln(32000)
+    return rows_from(noisy(base, 0.01, seed), lr, seed=seed), 1
+
+
+def inject_stalled_late(n, seed):
+    base, lr = trend(n, warmup=n // 20, kind="constant")
+    t0 = int(0.6 * n)
+    b = base.copy()
+    b[t0:] = base[t0]
+    return rows_from(noisy(b, 0.01, seed), lr, val=b + 0.05, val_every=max(1, n // 25), seed=seed), t0 + 1
+
+
+def inject_stalled_from_start(n, seed):
+    b = np.full(n, LN_V + 0.2)                                    # learning nothing at all
+    return rows_from(noisy(b, 0.01, seed), lr_schedule(n, "constant"), val=b + 0.01,
+                     val_every=max(1, n // 25), seed=seed), 1
+
+
+def inject_memorization(n, seed):
+    """Training keeps falling faster than validation from t0 (the same text seen again and again); validation
+    still falls a little, so it is not overfitting yet."""
+    base, lr, y = noisy_run(n, seed)
+    t0 = int(0.4 * n)
+    t = np.arange(n)
+    y = y * (1 - 0.3 * np.clip((t - t0) / (n - t0), 0, 1))
+    val = base + 0.05 + 0.002 * np.random.default_rng(seed).standard_normal(n)
+    return rows_from(y, lr, val=val, val_every=max(1, n // 40), seed=seed), t0 + 1
+
+
+def assert_found_near(kind: str, rows: list[dict], t0: int, n: int) -> None:
+    """The diagnosis finds ``kind`` within 5% of the run (2 steps at least) of step t0, with its numbers, its
+    advice, and nothing else about these curves."""
+    from train.record.diagnose import diagnose
+
+    findings = diagnose(rows, vocab_size=VOCAB)
+    hits = [f for f in findings if f.kind == kind]
+    assert hits, f"{kind} not found; got {[f.to_dict() for f in findings]}"
+    best = min(hits, key=lambda f: abs(f.step - t0))
+    assert abs(best.step - t0) <= max(2, 0.05 * n), (t0, best.to_dict())
+    assert best.end_step >= best.step
+    assert best.severity in ("info", "warning", "critical")
+    assert best.advice and best.message
+    assert best.evidence and all(isinstance(v, (int, float)) for v in best.evidence.values())
+    assert {f.kind for f in findings} == {kind}, [f.to_dict() for f in findings]

@@ -1,11 +1,12 @@
 """Every optional switch of the pipeline once through `make`, as a user turns it on (spark-submit, the
-pipeline zip): semantic dedup with the static model, the containment measure of near dedup, PII masking off,
-a score threshold and a dropped perplexity bucket, decontamination that reports without removing. S3
-inputs through make are tests/pipeline/read/test_s3_inputs.py and tests/pipeline/run/test_resume.py; MiniLM runs the same Spark step in
-tests/pipeline/dedup/test_semantic_dedup.py (a second make run for it cost 35 s of the suite's time; once measured, in the
-README)."""
+pipeline zip): semantic dedup with the static model, then with MiniLM (the same data folder with only the model
+changed: the runner reruns the dedup stage alone), the containment measure of near dedup, PII masking off, a
+score threshold and a dropped perplexity bucket, decontamination that reports without removing. S3 inputs
+through make are tests/pipeline/read/test_s3_inputs.py and tests/pipeline/run/test_resume.py."""
 import json
 import re
+import resource
+import time
 from pathlib import Path
 
 import pyarrow.dataset as ds
@@ -51,9 +52,34 @@ def test_every_optional_switch_through_make(tmp_path):
         dedup["records_in"] - dedup["rejected"].get("exact_duplicate", 0) - dedup["rejected"].get("near_duplicate", 0)
     static_rate = dedup["extra"]["semantic"]["docs_per_s"]
 
+    # MiniLM: only dedup.semantic changes, so extract, clean and score are reused and only dedup reruns. The
+    # transformer reads the first 256 characters of each document (max_chars), a fifth of its default, so the
+    # suite pays for loading it on the executors and embedding, not for long forward passes.
+    raw["dedup"]["semantic"].update(model="minilm", max_chars=256)
+    config.write_text(yaml.safe_dump(raw))
+    t0, cpu0 = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = _ok(make("clean-dedup", *common))
+    minilm_s, cpu1 = time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_CHILDREN)
+    minilm_cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
+    for stage in ("extract", "clean", "score"):
+        assert f"{stage}: finished earlier with the same inputs and config; skipped" in out, out[-3000:]
+    assert "dedup: running" in out
+    again = _stats(data, "dedup")
+    sem = again["extra"]["semantic"]
+    assert again["extra"]["path"] == "distributed" and sem["documents"] == dedup["extra"]["semantic"]["documents"]
+    assert sem["removed"] == again["rejected"].get("semantic_duplicate", 0)
+    assert again["records_in"] == dedup["records_in"]                       # the same scored/ input
+    for reason in ("exact_duplicate", "near_duplicate"):                     # the steps before it unchanged
+        assert again["rejected"].get(reason, 0) == dedup["rejected"].get(reason, 0)
+    assert again["records_out"] == again["records_in"] - sum(again["rejected"].values())
+    rejected = ds.dataset(str(data / "rejected" / "stage=dedup"), format="parquet").to_table(
+        columns=["reason", "duplicate_of"]).to_pylist()
+    assert sum(r["reason"] == "semantic_duplicate" and r["duplicate_of"] is not None for r in rejected) == sem["removed"]
+
     _ok(make("tokenize", *common))
     decon = _stats(data, "decontaminate")
     assert decon["records_out"] == decon["records_in"] and not decon["rejected"]  # reported, not removed
 
-    print(f"\nsemantic dedup through make on local[2]: static model, {static_rate:.0f} docs/s over "
-          f"{dedup['extra']['semantic']['documents']} documents")
+    print(f"\nsemantic dedup through make on local[2] over {sem['documents']} documents: static model "
+          f"{static_rate:.0f} docs/s, MiniLM {sem['docs_per_s']:.1f} docs/s; the MiniLM make run {minilm_s:.1f} s "
+          f"(dedup stage {again['wall_s']:.1f} s), {minilm_cpu:.1f} s CPU")

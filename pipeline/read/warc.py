@@ -6,7 +6,11 @@ Three layers:
            puts up a *barrier*: reads stop short there until the parser calls `resume()`. A member's
            output is held until its CRC checks (up to _MEMBER_HOLD bytes: one record per member, the
            usual layout), so a corrupt member yields nothing and the reader resynchronises on the
-           next member after its first byte.
+           next member after its first byte. A member whose end is damaged (its last deflate codes,
+           CRC or length) may not fail where it ends: its stream runs on into the members after it.
+           If it fails there, or the file ends inside it while a member header follows its first
+           byte, it is one `corrupt_gzip` and reading resumes at that header; only a damaged last
+           member reads as `truncated_gzip`, like a file cut short.
   _Stream  a small buffer over _Source: readline/read/skip/peek/unread, with the decompressed offset.
   iter_records  the record parser: WARC headers (or ARC header lines), the HTTP head, the body.
            After a bad record it resynchronises on the next `WARC/1.` line (or ARC header line).
@@ -123,7 +127,18 @@ class _Source:
             if not self._raw:
                 self._raw = self._read_raw()
                 if not self._raw:
-                    if self._d is not None:  # EOF inside a member: an unchecked member gives nothing
+                    if self._d is not None and self._member_raw is not None \
+                            and _next_member(self._member_raw, 1) is not None:
+                        # The member's end (the last deflate codes, its CRC or length) is damaged, so its
+                        # deflate stream ran on into the members after it until the file ended: drop it
+                        # and resume after its first byte, as for any corrupt member.
+                        self._d = None
+                        self._raw = bytes(self._member_raw)[1:]
+                        self._held, self._held_n, self._member_raw = [], 0, None
+                        self._fail("corrupt_gzip", "gzip member does not end: its deflate data or trailer is "
+                                                   "damaged")
+                        continue
+                    if self._d is not None:  # EOF inside the last member: an unchecked member gives nothing
                         self._d = None
                         self._fail("truncated_gzip", "file ends inside a gzip member")
                         self.eof = True
@@ -227,6 +242,21 @@ class _Source:
                 self._fail("corrupt_gzip", f"{len(junk)} bytes of non-gzip data")
                 if self.error is not None:
                     return False
+
+
+def _next_member(raw: bytes | bytearray, start: int) -> int | None:
+    """Offset of the first gzip member header at or after `start` whose first 4 KiB decode without error (a
+    gzip magic by chance inside compressed data fails within a few bytes: reserved flags, a distance back
+    past the start), or None."""
+    i = start
+    while (i := raw.find(_GZIP_MAGIC, i)) >= 0:
+        try:
+            if zlib.decompressobj(31).decompress(bytes(raw[i:i + 4096])):
+                return i
+        except zlib.error:
+            pass
+        i += 1
+    return None
 
 
 def _member_starts_record(raw: bytes) -> bool:

@@ -1,6 +1,6 @@
 """The one rule that calls a training step a loss spike, used live by the trainer (train/monitor/spike.py, which
-may skip the update or roll back) and afterwards by the diagnosis (train/record/diagnose.py, which replays a
-logged curve through the same detector), so the two agree on the same curve.
+may skip the update or roll back) and afterwards by the diagnosis (train/record/diagnose/kinds/spike.py, which
+replays a logged curve through the same detector), so the two agree on the same curve.
 
 A step is judged against the *accepted* steps before it (a spike never enters its own baseline, nor any later
 one): its loss, and its gradient norm before clipping, each get a robust z-score (value - baseline) / noise,

@@ -6,7 +6,7 @@
 
 The page (``RUN_DIR/report.html`` unless ``--out``): a run summary (from config.json / run.json where they
 exist: model shape and size, tokens, steps, manifest and its hash, code version; it also works with nothing
-but metrics.jsonl), the diagnosis table (train/record/diagnose.py), training and validation loss against
+but metrics.jsonl), the diagnosis table (train/record/diagnose/), training and validation loss against
 steps and against tokens, learning rate and gradient norm, throughput (tokens/s, MFU, step time),
 per-source validation loss, and a telemetry section that draws every other numeric field of the training
 rows (``data_*``, ``share_*``, ``ce``, ``z_loss``, ... whatever the trainer adds; fields sharing a prefix
@@ -520,7 +520,7 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
              '<h2 id="summary-h">Summary</h2>', _summary_table(summary(rec, findings, diag.not_judged))]
     parts += ['<h2 id="diagnosis">Diagnosis</h2>',
               '<p class="muted">Findings of <code>glassbox diagnose</code> (thresholds in '
-              "train/record/diagnose.py); steps are where each pattern starts and ends.</p>",
+              "train/record/diagnose/); steps are where each pattern starts and ends.</p>",
               diagnosis_table(findings, diag.not_judged)]
     if diag.reading:
         parts.insert(-1, '<p>What the curves did:</p><ul id="reading">'

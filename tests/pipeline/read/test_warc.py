@@ -9,7 +9,7 @@ import pytest
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from conftest import SHARED_DATA, SHARED_SKIP
+from conftest import REPO, SHARED_DATA, SHARED_SKIP
 from pipeline.read.warc import Record, Unreadable, iter_records
 
 DATA = SHARED_DATA / "warc"
@@ -185,6 +185,71 @@ def test_corrupt_gzip_member_in_the_middle():
         assert got == ["http://example.com/0", "corrupt_gzip", "http://example.com/2"], (seed, got)
 
 
+def _corrupted_at(member: bytes, p: int, rnd: random.Random) -> bytes:
+    """1 to 16 bytes from offset p XORed with nonzero values (cut at the member's end)."""
+    out = bytearray(member)
+    for k in range(p, min(p + rnd.randint(1, 16), len(out))):
+        out[k] ^= rnd.randint(1, 255)
+    return bytes(out)
+
+
+def _split_members(data: bytes) -> list[bytes]:
+    """The gzip members of a file, found by decoding them one after the other."""
+    members, i = [], 0
+    while i < len(data):
+        d = zlib.decompressobj(31)
+        d.decompress(data[i:])
+        n = len(data) - i - len(d.unused_data)
+        members.append(data[i:i + n])
+        i += n
+    return members
+
+
+def _items(data: bytes) -> list:
+    """What the reader gives, comparable: (url, payload) for a record, the reason for an unreadable."""
+    return [(r.url, r.payload) if isinstance(r, Record) else r.reason
+            for r in iter_records(io.BytesIO(data), max_payload_bytes=MAX)]
+
+
+class _Window:
+    """Members of a WARC and what the reader gives for the whole of them and for each alone."""
+
+    def __init__(self, members: list[bytes]):
+        self.members = members
+        self.whole = _items(b"".join(members))
+        self.each = [_items(m) for m in members]
+
+    def nothing_lost(self, which: int, damaged: bytes, last_of_file: bool) -> str | None:
+        """Property: with member `which` damaged, every other member's items come out whole and in order, and
+        the damaged member gives exactly one corrupt_gzip in its place (truncated_gzip only for the file's last
+        member), or nothing changes at all (bytes the checks cannot see: gzip time, padding bits)."""
+        m = self.members
+        got = _items(b"".join(m[:which]) + damaged + b"".join(m[which + 1:]))
+        if got == self.whole:
+            return None
+        before = [it for items in self.each[:which] for it in items]
+        after = [it for items in self.each[which + 1:] for it in items]
+        if got in [before + [reason] + after for reason in
+                   (("corrupt_gzip", "truncated_gzip") if last_of_file else ("corrupt_gzip",))]:
+            return None
+        return f"got {[g if isinstance(g, str) else g[0] for g in got]}"
+
+
+def _cases(member: bytes, key: str, n: int) -> list[tuple[str, bytes]]:
+    """n corruptions starting anywhere in the member (its gzip header included) and n starting in its last
+    40 bytes (the end of its deflate data, its CRC and length), reproducible from the key."""
+    out = []
+    for seed in range(n):
+        rnd = random.Random(f"{key}-anywhere-{seed}")
+        p = rnd.randrange(len(member))
+        out.append((f"anywhere {p}", _corrupted_at(member, p, rnd)))
+    for seed in range(n):
+        rnd = random.Random(f"{key}-end-{seed}")
+        back = rnd.randint(1, min(40, len(member)))
+        out.append((f"{back} bytes before the end", _corrupted_at(member, len(member) - back, rnd)))
+    return out
+
+
 @pytest.mark.parametrize("which", [0, 1, 2])
 def test_a_corrupt_member_never_loses_an_intact_record(which):
     """Property: over many random corruptions of the first, middle or last member, the corrupt member is
@@ -203,6 +268,37 @@ def test_a_corrupt_member_never_loses_an_intact_record(which):
         for r in items:
             if isinstance(r, Record):
                 assert r.payload == _page(int(r.url.rsplit("/", 1)[1])), (which, seed)
+    # corruptions at every one of the member's last 40 bytes: its final deflate codes, CRC and length
+    window = _Window(m)
+    for back in range(1, 41):
+        for seed in range(5):
+            rnd = random.Random(f"{which}-end-{back}-{seed}")
+            damaged = _corrupted_at(m[which], len(m[which]) - back, rnd)
+            assert window.nothing_lost(which, damaged, which == 2) is None, (which, back, seed)
+
+
+def _real_warcs() -> list:
+    """The bundled sample's crawls (every clone has them) and the shared real WARCs not among them."""
+    paths = sorted((REPO / "examples" / "sample").glob("*.warc.gz"))
+    names = {p.name for p in paths}
+    return paths + sorted(p for p in (SHARED_DATA / "warc" / "real").glob("*.warc.gz") if p.name not in names)
+
+
+@pytest.mark.parametrize("path", _real_warcs(), ids=lambda p: p.name)
+def test_real_warcs_lose_no_record_to_a_corrupt_member(path):
+    """The same property on real crawls, each record its own member: a corruption anywhere in the first, the
+    middle or the last member, 30 starting anywhere and 30 in its last 40 bytes each, read in a window of up
+    to two real members either side (the members a damaged stream can run into), the last member at the
+    file's end. A damaged end used to make the deflate stream run on to the end of the file: truncated_gzip,
+    and every record after it lost."""
+    members = _split_members(path.read_bytes())
+    n = len(members)
+    for which in sorted({0, n // 2, n - 1}):
+        lo, hi = max(0, which - 2), min(n, which + 3)
+        window = _Window(members[lo:hi])
+        for what, damaged in _cases(members[which], f"{path.name}-{which}", 30):
+            problem = window.nothing_lost(which - lo, damaged, which == n - 1)
+            assert problem is None, (path.name, f"member {which} of {n}", what, problem)
 
 
 def test_corrupt_bytes_in_plain_warc_payload_and_header():

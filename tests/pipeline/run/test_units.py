@@ -99,6 +99,76 @@ def test_damaged_file_in_ranges_gives_the_same_rows_and_ids(tmp_path):
     assert [(r["id"], r["status"], r["reason"]) for r in ranged] == [(r["id"], r["status"], r["reason"]) for r in one]
 
 
+def _damaged_end(member: bytes, after: bytes, key: str, to_the_end: bool) -> bytes:
+    """The member with bytes of its last 40 damaged so that its deflate stream does not end with it but runs on
+    into the members after it: to the end of the file (the damage that used to lose all of them), or until it
+    fails inside a later member."""
+    import random
+    import zlib
+
+    for seed in range(20_000):
+        rnd = random.Random(f"{key}-{seed}")
+        out = bytearray(member)
+        p = len(out) - rnd.randint(9, 40)
+        for k in range(p, min(p + rnd.randint(1, 8), len(out))):
+            out[k] ^= rnd.randint(1, 255)
+        d = zlib.decompressobj(31)
+        try:
+            d.decompress(bytes(out))
+            if d.eof:
+                continue
+            d.decompress(after)
+        except zlib.error:
+            if not to_the_end and not d.eof:
+                return bytes(out)
+            continue
+        if to_the_end and not d.eof:
+            return bytes(out)
+    raise AssertionError(f"no such damage found for {key}")
+
+
+def test_members_with_damaged_ends_in_ranges(tmp_path):
+    """A real crawl with three members whose damaged ends run on into the members after them, the first and
+    the middle one until their streams fail inside a later member, the fourth-to-last to the end of the file:
+    one read gives every intact record and one corrupt_gzip per damaged member, and ranges cut anywhere (at a
+    damaged member's first byte, just after it, at the next member, every 997 bytes) give the same rows."""
+    data = (SAMPLE / "dolma-sample-0000.warc.gz").read_bytes()
+    members = _members_of(data)
+    n = len(members)
+    damaged = [0, n // 2, n - 4]
+    for k in damaged:
+        members[k] = _damaged_end(members[k], b"".join(members[k + 1:]), f"dolma-{k}", to_the_end=k == n - 4)
+    path = tmp_path / "damaged-ends.warc.gz"
+    path.write_bytes(b"".join(members))
+    whole = _read(path)
+    clean = tmp_path / "clean.warc.gz"
+    clean.write_bytes(data)
+    lost = set()                                      # the records of the damaged members, read undamaged
+    for k in damaged:
+        (tmp_path / "one.warc.gz").write_bytes(_members_of(data)[k])
+        lost |= {r[1] for r in _read(tmp_path / "one.warc.gz")}
+    assert [w for w in whole if w[0] == "Record"] == [r for r in _read(clean) if r[1] not in lost]
+    assert [w[2] for w in whole if w[0] == "Unreadable"] == ["corrupt_gzip"] * 3
+    starts = [sum(len(m) for m in members[:k]) for k in range(n)]
+    for cuts in ([starts[k] for k in damaged], [starts[k] + 1 for k in damaged], [starts[k + 1] for k in damaged],
+                 list(range(997, len(data), 997))):
+        edges = [0] + sorted(set(cuts)) + [None]
+        assert [r for a, b in zip(edges, edges[1:]) for r in _read(path, a, b)] == whole, cuts
+
+
+def _members_of(data: bytes) -> list[bytes]:
+    """The gzip members of a file, found by decoding them one after the other."""
+    import zlib
+
+    out, i = [], 0
+    while i < len(data):
+        d = zlib.decompressobj(31)
+        d.decompress(data[i:])
+        out.append(data[i:len(data) - len(d.unused_data)])
+        i = len(data) - len(d.unused_data)
+    return out
+
+
 @pytest.mark.parametrize("name", sorted(os.listdir(FIXTURES / "warc")))
 def test_malformed_fixtures_split_like_whole(name):
     """Whole-file gzip, bad member boundaries, plain WARC, ARC: ranges give what one read gives."""
