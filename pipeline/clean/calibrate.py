@@ -2,7 +2,7 @@
 distribution on documents of real text in that language and put each threshold where a chosen share of
 them passes.
 
-    python -m pipeline.clean.calibrate --reference DIR [--half even|all] [--out table.json | --module]
+    python -m pipeline.clean.calibrate --reference DIR [--half even|all] [--out table.json | --builtin]
 
 DIR holds `<lang>.txt` files of reference text, one sentence (or paragraph) a line, for any ISO code the
 language identifier gives. Lines become documents of 10 sentences in three layouts
@@ -22,8 +22,8 @@ language identifier gives. Lines become documents of 10 sentences in three layou
 - confusable languages: pairs whose prose the identifier labels as the other at least 10 % of the time
   while still ranking the right one in its top three, plus the known macro-language pairs.
 
-The bundled table (pipeline/clean/language_table.py) was made from the lingua sentence set's even-numbered
-lines with `--module`; bench/languages.py measures on the odd-numbered ones.
+The built-in table (pipeline/clean/language_table.json, data: one language a line) was made from the lingua
+sentence set's even-numbered lines with `--builtin`; bench/languages.py measures on the odd-numbered ones.
 """
 from __future__ import annotations
 
@@ -32,7 +32,6 @@ import json
 import math
 import sys
 from collections import Counter
-from datetime import date
 from pathlib import Path
 
 from pipeline.clean import reference_docs
@@ -46,7 +45,7 @@ KNOWN_CONFUSABLE = [["bs", "hr", "sr", "sh"], ["nb", "no", "nn"], ["ms", "id"], 
 SCALED = {"gopher_too_few_words", "gopher_too_many_words"}  # count limits: scaled by words per sentence
 SENTENCES_PER_DOC = 10
 NOT_CALIBRATED = {"c4_lorem_ipsum"}
-TABLE_MODULE = Path(__file__).with_name("language_table.py")
+TABLE_FILE = Path(__file__).with_name("language_table.json")  # the built-in table (pipeline/clean/languages.py)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -135,43 +134,55 @@ def confusable_groups(confusions: dict[str, tuple[Counter, Counter]], n_docs: di
     return groups
 
 
-def calibrate(reference: Path, half: str = "even", n_docs: int = 300, pass_share: float = 0.99,
-              identifier=None, only: list[str] | None = None) -> dict:
-    cfg = CleanConfig(languages=None, calibration="none")
+def sentence_documents(reference: Path, half: str, n_docs: int, only: list[str] | None = None) -> dict[str, list[str]]:
+    """lang -> documents of SENTENCES_PER_DOC sentences from `<lang>.txt` files of one sentence a line,
+    as the clean stage sees them (prepared)."""
     files = sorted(reference.glob("*.txt"))
     if only:
         files = [f for f in files if f.stem in only]
     if not files:
         raise SystemExit(f"calibrate: no <lang>.txt files in {reference}")
-    texts = {}
+    cfg = CleanConfig(languages=None, calibration="none")
+    docs = {}
     for f in files:
         lines = f.read_text(encoding="utf-8").splitlines()
-        texts[f.stem] = lines[0::2] if half == "even" else lines
-    docs = {lang: prepared(reference_docs.documents(lines, lang, n_docs, SENTENCES_PER_DOC, seed=0), cfg) for lang, lines in texts.items()}
+        lines = lines[0::2] if half == "even" else lines
+        docs[f.stem] = prepared(reference_docs.documents(lines, f.stem, n_docs, SENTENCES_PER_DOC, seed=0), cfg)
+    return docs
+
+
+def language_row(lang: str, docs: list[str], density_en: float, pass_share: float, identifier=None,
+                 groups: list[list[str]] | None = None) -> dict:
+    """One language's row of the table from its reference documents."""
+    stop = sorted(STOPWORDS_EN) if lang == "en" else derive_stopwords(docs, lang)
+    density = words_per_sentence(docs, lang)
+    row: dict = {"docs": len(docs), "words_per_char": round(words_per_char(docs, lang), 4),
+                 "words_per_sentence": round(density, 2), "stopwords": stop}
+    if lang != "en":
+        signals = [compute_signals(d, lang, frozenset(stop)) for d in docs]
+        row["rules"] = calibrate_rules(signals, density, density_en, pass_share)
+    if identifier is not None:
+        scores, labels, _ = language_scores(docs, lang, identifier, groups or [list(g) for g in KNOWN_CONFUSABLE])
+        row["identified_as"] = dict(labels.most_common(4))
+        low = math.floor(quantile(scores, 0.02) * 100) / 100 if scores else None
+        if low is not None and low < CleanConfig().min_lang_score:  # only a relaxation is recorded: else the global applies
+            row["min_lang_score"] = max(0.0, low)
+    return row
+
+
+def calibrate(reference: Path, half: str = "even", n_docs: int = 300, pass_share: float = 0.99,
+              identifier=None, only: list[str] | None = None) -> dict:
+    docs = sentence_documents(reference, half, n_docs, only)
     density_en = words_per_sentence(docs["en"], "en") if "en" in docs else 20.0
-    table: dict = {"languages": {}}
-    confusions = {}
-    for lang, ds in docs.items():
-        if identifier is not None:
-            _, labels, seen = language_scores(ds, lang, identifier, [list(g) for g in KNOWN_CONFUSABLE])
+    groups = [list(g) for g in KNOWN_CONFUSABLE]
+    if identifier is not None:
+        confusions = {}
+        for lang, ds in docs.items():
+            _, labels, seen = language_scores(ds, lang, identifier, groups)
             confusions[lang] = (labels, seen)
-    groups = confusable_groups(confusions, {lang: len(ds) for lang, ds in docs.items()}) if identifier else \
-        [list(g) for g in KNOWN_CONFUSABLE]
-    for lang, ds in docs.items():
-        stop = sorted(STOPWORDS_EN) if lang == "en" else derive_stopwords(ds, lang)
-        density = words_per_sentence(ds, lang)
-        row: dict = {"docs": len(ds), "words_per_char": round(words_per_char(ds, lang), 4),
-                     "words_per_sentence": round(density, 2), "stopwords": stop}
-        if lang != "en":
-            signals = [compute_signals(d, lang, frozenset(stop)) for d in ds]
-            row["rules"] = calibrate_rules(signals, density, density_en, pass_share)
-        if identifier is not None:
-            scores, labels, _ = language_scores(ds, lang, identifier, groups)
-            row["identified_as"] = dict(labels.most_common(4))
-            low = math.floor(quantile(scores, 0.02) * 100) / 100 if scores else None
-            if low is not None and low < cfg.min_lang_score:  # only a relaxation is recorded: else the global applies
-                row["min_lang_score"] = max(0.0, low)
-        table["languages"][lang] = row
+        groups = confusable_groups(confusions, {lang: len(ds) for lang, ds in docs.items()})
+    table: dict = {"languages": {lang: language_row(lang, ds, density_en, pass_share, identifier, groups)
+                                 for lang, ds in docs.items()}}
     table["confusable"] = groups
     table["method"] = {
         "what": "FineWeb-2-style relax-only calibration: each rule keeps its published value unless fewer than "
@@ -180,18 +191,32 @@ def calibrate(reference: Path, half: str = "even", n_docs: int = 300, pass_share
         "layouts": list(reference_docs.LAYOUTS), "reference": reference.name, "lines": half,
         "lid_score": "2% quantile of the language's reference scores, recorded only where below clean.min_lang_score",
         "stopwords": "words of at least 0.5% frequency, 5 to 30 (en: Gopher's eight)",
-        "made": date.today().isoformat(),
     }
     return table
 
 
-def write_module(table: dict, path: Path = TABLE_MODULE) -> None:
-    body = json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True)
-    path.write_text('"""The built-in calibration table: per-language stop words, rule thresholds and language-ID\n'
-                    'thresholds. Written by `python -m pipeline.clean.calibrate --reference DIR --module` (see its\n'
-                    'docstring for the method, recorded under "method"); do not edit by hand."""\n'
-                    f"TABLE = {body}\n".replace(": true", ": True").replace(": false", ": False")
-                    .replace(": null", ": None"), encoding="utf-8")
+def _one_line(value) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def table_text(table: dict) -> str:
+    """The table as JSON with one entry a line (a language, a confusable group, a method note), keys
+    sorted: a recalibration shows in a diff as the rows that changed. Both --out and --builtin write this."""
+    parts = []
+    for key in sorted(table):
+        value = table[key]
+        if isinstance(value, dict):
+            inner = [f"  {_one_line(k)}: {_one_line(v)}" for k, v in sorted(value.items())]
+            parts.append(f" {_one_line(key)}: {{\n" + ",\n".join(inner) + "\n }")
+        elif isinstance(value, list):
+            parts.append(f" {_one_line(key)}: [\n" + ",\n".join(f"  {_one_line(v)}" for v in value) + "\n ]")
+        else:
+            parts.append(f" {_one_line(key)}: {_one_line(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+def write_table(table: dict, path: Path) -> None:
+    path.write_text(table_text(table), encoding="utf-8")
 
 
 def main(argv=None) -> int:
@@ -205,16 +230,16 @@ def main(argv=None) -> int:
     ap.add_argument("--lid-model", help="language-ID model (default: models/lid.176.ftz)")
     out = ap.add_mutually_exclusive_group(required=True)
     out.add_argument("--out", type=Path, help="write a table for clean.calibration: FILE.json")
-    out.add_argument("--module", action="store_true", help="rewrite the built-in table (pipeline/clean/language_table.py)")
+    out.add_argument("--builtin", action="store_true", help=f"rewrite the built-in table ({TABLE_FILE.name} in pipeline/clean/)")
     args = ap.parse_args(argv)
     from pipeline.clean.langid import get_identifier
     table = calibrate(args.reference, args.half, args.docs, args.pass_share, get_identifier(args.lid_model),
                       args.languages.split(",") if args.languages else None)
-    if args.module:
-        write_module(table)
-        print(f"wrote {TABLE_MODULE} ({len(table['languages'])} languages)")
+    if args.builtin:
+        write_table(table, TABLE_FILE)
+        print(f"wrote {TABLE_FILE} ({len(table['languages'])} languages)")
     else:
-        args.out.write_text(json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True), encoding="utf-8")
+        write_table(table, args.out)
         print(f"wrote {args.out} ({len(table['languages'])} languages); use it with clean.calibration: {args.out}")
     for lang, row in table["languages"].items():
         print(f"{lang}: min_lang_score {row.get('min_lang_score', '-')}, rules {row.get('rules', {})}, "
