@@ -36,7 +36,8 @@ from pathlib import Path
 
 from pipeline.clean import reference_docs
 from pipeline.clean.heuristics import STOPWORDS_EN, compute_signals
-from pipeline.clean.normalize import clean_lines, normalize_text
+from pipeline.clean.boilerplate import clean_lines
+from pipeline.clean.normalize import normalize_text
 from pipeline.clean.settings import DEFAULT_RULES, CleanConfig
 from pipeline.clean.words import words
 

@@ -9,7 +9,8 @@ Three layers, later ones win:
    `python -m pipeline.clean.calibrate` from reference prose; its method is recorded in it), or a user's own
    (`clean.calibration: FILE.json`, written by the same command), or none (`clean.calibration: none`: the
    published defaults everywhere);
-3. `clean.per_language.<lang>` in the config: `stopwords`, `min_lang_score`, and `rules` (reason -> value).
+3. `clean.per_language.<lang>` in the config: `stopwords`, `min_lang_score`, `short_line_chars` and `rules`
+   (reason -> value).
 
 English is one calibration among many: its table row keeps the published thresholds unless the
 calibration found a reason to move one.
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
 
-from pipeline.clean.heuristics import STOPWORDS_EN
+from pipeline.clean.heuristics import SHORT_LINE_CHARS, STOPWORDS_EN
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class LanguageProfile:
     rules: tuple[dict, ...]                  # the clean rules with this language's values
     min_lang_score: float
     calibrated: bool = False
+    short_line_chars: int = SHORT_LINE_CHARS  # FineWeb's short line in this language's characters
     changed: dict = field(default_factory=dict, compare=False)  # reason -> (default, this language's value)
 
 
@@ -109,4 +111,6 @@ class Profiles:
                 continue  # no stop words known for this language: the rule would reject everything
             rules.append(r)
         score = over.get("min_lang_score", min(cfg.min_lang_score, row.get("min_lang_score", cfg.min_lang_score)))
-        return LanguageProfile(lang or "", stop, tuple(rules), score, bool(row), changed)
+        return LanguageProfile(lang or "", stop, tuple(rules), score, calibrated=bool(row), changed=changed,
+                               short_line_chars=over.get("short_line_chars",
+                                                         row.get("short_line_chars", SHORT_LINE_CHARS)))

@@ -12,7 +12,8 @@ from typing import Protocol
 
 from pipeline.clean.heuristics import compute_signals
 from pipeline.clean.languages import Profiles
-from pipeline.clean.normalize import clean_lines, normalize_text
+from pipeline.clean.boilerplate import clean_lines
+from pipeline.clean.normalize import fold_fullwidth, normalize_text
 from pipeline.clean.pii import mask_pii
 from pipeline.clean.settings import CleanConfig
 from pipeline.clean.words import SEGMENTED_LANGUAGES, has_unspaced, script_counts
@@ -112,6 +113,8 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
     rows: list[dict] = []
     for text in texts:
         t = normalize_text(text or "")
+        if cfg.fullwidth == "fold":
+            t = fold_fullwidth(t)
         t, removed = clean_lines(t, cfg)
         n_emails = n_ips = 0
         if cfg.mask_pii:
@@ -128,7 +131,7 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
         reason, lang = language_reason(row["lang"], row["lang_score"], cfg, profiles)
         row["lang"] = lang
         profile = profiles.get(lang)
-        row.update(compute_signals(row["text"], lang, profile.stopwords))
+        row.update(compute_signals(row["text"], lang, profile.stopwords, profile.short_line_chars))
         row["reason"] = reason or apply_rules(row, profile.rules)
     return rows
 

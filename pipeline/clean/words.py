@@ -47,7 +47,8 @@ _UNSPACED_RANGES: list[tuple[int, int, str]] = [
     (0xFF66, 0xFF9F, "ja"),    # half-width Katakana
     (0x20000, 0x323AF, "zh"),  # CJK extensions B-H
 ]
-_UNSPACED = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b, _ in _UNSPACED_RANGES) + "]")
+UNSPACED_CLASS = "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b, _ in _UNSPACED_RANGES) + "]"  # a regex class
+_UNSPACED = re.compile(UNSPACED_CLASS)
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 # the languages whose texts ICU's word break iterator segments with a dictionary
 SEGMENTED_LANGUAGES = ("zh", "ja", "th", "lo", "km", "my")
