@@ -41,21 +41,39 @@ def test_every_row_is_well_formed_and_loads_into_a_profile():
     assert all(len(g) >= 2 for g in table["confusable"])
 
 
-def test_rows_are_what_calibrate_writes_from_their_recorded_inputs():
-    """Rows calibrated on the lingua sentences, recomputed from the inputs the table's method names."""
+@pytest.fixture(scope="module")
+def identifier():
     from pipeline.clean.langid import default_model_path, get_identifier
     if not default_model_path().is_file():
         pytest.skip("lid.176.ftz missing: run `make setup`")
+    return get_identifier()
+
+
+def test_sentence_rows_are_what_calibrate_writes_from_their_recorded_inputs(identifier):
+    """Rows calibrated on the lingua sentences, recomputed from the inputs the table's method names."""
     table = builtin_table()
     method = table["method"]
     ref = shared("langid", "lingua", method["reference"])
-    langs = ["en", "de", "th"]
-    docs = calibrate.sentence_documents(ref, method["lines"], method["docs_per_language"], langs)
+    docs = calibrate.sentence_documents(ref, method["lines"], method["docs_per_language"], ["en", "de", "th"])
     density_en = calibrate.words_per_sentence(docs["en"], "en")
-    ident = get_identifier()
-    for lang in langs:
-        row = calibrate.language_row(lang, docs[lang], density_en, method["pass_share"], ident, table["confusable"])
+    source = calibrate.sentence_source(method["reference"], method["lines"], method["docs_per_language"])
+    for lang in ("de", "th"):
+        row = calibrate.language_row(lang, docs[lang], density_en, method["pass_share"], identifier,
+                                     table["confusable"], source)
         assert row == table["languages"][lang], lang
+
+
+def test_the_chinese_row_is_what_calibrate_writes_from_the_prose(identifier):
+    """The zh row, recomputed from the calibration half of the reference prose (and the English row's units)."""
+    table = builtin_table()
+    method = table["method"]["prose"]
+    prose = shared(method["reference"])
+    kinds = calibrate.prose_kinds(prose, "zh", CleanConfig(languages=None, calibration="none"), method["half"],
+                                  tuple(method["not_reference"].get("zh", ())))
+    row = calibrate.prose_row("zh", kinds, table["languages"]["en"], method["pass_share_per_kind"], identifier,
+                              table["confusable"])
+    assert row == table["languages"]["zh"]
+    assert row["source"].startswith("prose/zh") and "literature_classical" not in row["source"]
 
 
 def test_the_table_is_read_from_the_executors_zip(tmp_path):
