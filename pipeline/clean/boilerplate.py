@@ -177,6 +177,7 @@ class _Table:
 
 _ZH = _Table(ZH_PATTERNS)
 _EN = _Table(EN_PATTERNS)
+_EN_ANCHORED, _EN_GATE, _EN_GATED = _EN.anchored, _EN.any_gate, _EN.gated  # every line of every page: no lookups
 
 
 def boilerplate_kind(line: str, han: bool = True) -> str | None:
@@ -190,7 +191,15 @@ def boilerplate_kind(line: str, han: bool = True) -> str | None:
         kind = _ZH.kind(z, ends_sentence(z))
         if kind:
             return kind
-    return _EN.kind(s, None)
+    # the English table: every pattern may match a sentence, so the test is the plain one
+    m = _EN_ANCHORED.fullmatch(s)
+    if m:
+        return m.lastgroup
+    if _EN_GATE.search(s):
+        for name, gates, pat, _ in _EN_GATED:
+            if any(g in s for g in gates) and pat.fullmatch(s):
+                return name
+    return None
 
 
 def clean_lines(text: str, cfg=None) -> tuple[str, int]:
@@ -200,7 +209,7 @@ def clean_lines(text: str, cfg=None) -> tuple[str, int]:
         return text, 0
     kept: list[str] = []
     removed = 0
-    han = _HAN.search(text) is not None  # one scan: a page without Chinese never tries the Chinese table
+    han = not text.isascii() and _HAN.search(text) is not None  # a page without Chinese never tries its table
     for line in text.split("\n"):
         if boilerplate_kind(line, han) is None:
             kept.append(line)

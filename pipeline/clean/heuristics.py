@@ -27,7 +27,7 @@ from collections import Counter
 from itertools import accumulate, chain, compress, count, filterfalse, repeat
 from operator import add, mul, sub
 
-from pipeline.clean.words import UNSPACED_CLASS, tokens
+from pipeline.clean.words import UNSPACED_CLASS, has_unspaced, tokens
 
 # (name, type, what it measures), in output order.
 _SIGNALS: list[tuple[str, str, str]] = [
@@ -93,6 +93,10 @@ _C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
               "use cookies")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n\s*")
 _LETTER = re.compile(r"[^\W\d_]")
+# Text without an unspaced script (English, ...): a mark, closers, then a space or the end (one regex with a
+# leading character class, which the engine scans for quickly). Text with one: runs of 。！？ whatever follows,
+# and . ! ? before a space, the end or an unspaced character.
+_SENTENCE_END_SPACED = re.compile(f"[{re.escape(_END_MARKS)}][{re.escape(_CLOSERS)}]*(?:\\s|$)")
 _SENTENCE_END = re.compile(f"[{_WIDE_END}]+[{re.escape(_CLOSERS)}]*"
                            f"|[{re.escape(_END_MARKS)}]+[{re.escape(_CLOSERS)}]*(?=\\s|$|{UNSPACED_CLASS})")
 
@@ -232,7 +236,8 @@ def compute_signals(text: str, lang: str | None = None,
                 1 for s in lower.split("\n") if any(p in s for p in _C4_POLICY))
 
     # --- words -------------------------------------------------------------------------------------
-    words, n_tokens = tokens(text, lang)
+    unspaced = has_unspaced(text)  # one scan: the segmenter and the sentence count both ask
+    words, n_tokens = tokens(text, lang, unspaced)
     n_words = len(words)
     out["gopher_n_words"] = n_words
     if n_tokens:
@@ -253,5 +258,5 @@ def compute_signals(text: str, lang: str | None = None,
     # --- C4 page markers -------------------------------------------------------------------------
     out["c4_has_lorem_ipsum"] = int("lorem ipsum" in lower)
     out["c4_has_curly_bracket"] = int("{" in text)
-    out["c4_n_sentences"] = len(_SENTENCE_END.findall(text))
+    out["c4_n_sentences"] = len((_SENTENCE_END if unspaced else _SENTENCE_END_SPACED).findall(text))
     return out
