@@ -112,8 +112,9 @@ def words_per_sentence(docs: list[str], lang: str) -> float:
     return sum(len(words(d, lang)) for d in docs) / (len(docs) * SENTENCES_PER_DOC) if docs else math.nan
 
 
-def calibrate_rules(signals: list[dict], density: float, density_en: float, pass_share: float) -> dict:
-    """reason -> threshold for the rules whose published value this language's prose does not pass."""
+def _relaxed_rules(density: float, density_en: float, relax) -> dict:
+    """reason -> threshold for the rules whose value `relax(rule, published)` moves; count limits are first
+    scaled by words per sentence (density / density_en)."""
     out = {}
     for r in DEFAULT_RULES:
         if r["reason"] in NOT_CALIBRATED:
@@ -121,15 +122,21 @@ def calibrate_rules(signals: list[dict], density: float, density_en: float, pass
         t = r["value"]
         if r["reason"] in SCALED and density_en > 0:
             t = round(t * density / density_en)
-        values = [s[r["signal"]] for s in signals]
-        if r["op"] in (">", ">="):
-            v = max(t, quantile(values, pass_share))
-        else:
-            v = min(t, quantile(values, 1 - pass_share))
+        v = relax(r, t)
         v = round(v, 4) if isinstance(v, float) else v
         if v != r["value"]:
             out[r["reason"]] = v
     return out
+
+
+def calibrate_rules(signals: list[dict], density: float, density_en: float, pass_share: float) -> dict:
+    """reason -> threshold for the rules whose published value this language's prose does not pass."""
+    def relax(r: dict, t: float) -> float:
+        values = [s[r["signal"]] for s in signals]
+        if r["op"] in (">", ">="):
+            return max(t, quantile(values, pass_share))
+        return min(t, quantile(values, 1 - pass_share))
+    return _relaxed_rules(density, density_en, relax)
 
 
 def kind_threshold(values_by_kind: list[list[float]], published: float, op: str, pass_share: float) -> float:
@@ -153,19 +160,9 @@ def kind_threshold(values_by_kind: list[list[float]], published: float, op: str,
 def calibrate_rules_by_kind(signals_by_kind: list[list[dict]], density: float, density_en: float,
                             pass_share: float) -> dict:
     """reason -> threshold for the rules whose published value some kind of this language's prose does not
-    pass (see kind_threshold); count limits first scale with words per sentence."""
-    out = {}
-    for r in DEFAULT_RULES:
-        if r["reason"] in NOT_CALIBRATED:
-            continue
-        t = r["value"]
-        if r["reason"] in SCALED and density_en > 0:
-            t = round(t * density / density_en)
-        v = kind_threshold([[s[r["signal"]] for s in sig] for sig in signals_by_kind], t, r["op"], pass_share)
-        v = round(v, 4) if isinstance(v, float) else v
-        if v != r["value"]:
-            out[r["reason"]] = v
-    return out
+    pass (see kind_threshold)."""
+    return _relaxed_rules(density, density_en, lambda r, t: kind_threshold(
+        [[s[r["signal"]] for s in sig] for sig in signals_by_kind], t, r["op"], pass_share))
 
 
 def derive_stopwords_by_kind(words_by_kind: list[list[list[str]]], min_share: float = 0.005,
