@@ -174,14 +174,14 @@ def test_a_sentence_mark_before_closing_marks_ends_a_line():
 
 
 def test_sentence_count_follows_the_marks_of_chinese_prose():
-    """On the reference prose written with full-width marks, within 10 % of the count of 。！？ (it was
-    half of it); the abstracts of CSL write "." for 。 and are counted apart."""
+    """On the modern reference prose written with full-width marks (60 documents of each kind), within 10 %
+    of the count of 。！？ (it was half of it); the abstracts of CSL write "." for 。 and are left out."""
     counted = marks = 0
     for f in sorted(shared("prose", "zh").glob("*/*.jsonl.gz")):
-        if f.parent.name == "science":
+        if f.parent.name in ("science", "literature_classical"):
             continue
         with gzip.open(f, "rt", encoding="utf-8") as fh:
-            texts = [json.loads(line)["text"] for line in fh]
+            texts = [json.loads(line)["text"] for line in fh][:60]
         counted += sum(compute_signals(t, "zh")["c4_n_sentences"] for t in texts)
         marks += sum(len(re.findall("[。！？]", t)) for t in texts)
     assert 0.9 * marks <= counted <= 1.1 * marks, (counted, marks)
