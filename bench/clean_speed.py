@@ -9,9 +9,10 @@ lines then; its heuristics.py imports this checkout's pipeline.clean.words, whos
 both sides run in the same interpreter on the same documents, and the rounds alternate which side goes
 first: the noise of a shared machine hits both alike. PII masking and language ID are the same code on both
 sides and left out. Texts: English web documents, WikiText-2 windows and English prose (../shared/data),
-Chinese prose for information. Printed: MB/s per side (best round), the spread (worst round over best), the
-time ratio of the best rounds (this checkout over the baseline; 1.10 is 10 % slower) and the median of the
-ratios of rounds run back to back.
+Chinese prose for information. Times are the CPU time of the thread (a shared machine's other processes
+preempt it; wall time spread 3x between rounds here), every set at least about 1 MB a round. Printed: MB/s
+per side (best round), the spread (worst round over best), the time ratio of the best rounds (this checkout
+over the baseline; 1.10 is 10 % slower) and the median of the ratios of rounds run back to back.
 """
 from __future__ import annotations
 
@@ -92,11 +93,13 @@ def baseline_side(code: Path, lang: str):
     return lambda t: heuristics.compute_signals(normalize.clean_lines(normalize.normalize_text(t))[0], lang, stop)
 
 
-def timed(fn, docs: list[str]) -> float:
-    t0 = time.perf_counter()
-    for d in docs:
-        fn(d)
-    return time.perf_counter() - t0
+def timed(fn, docs: list[str], repeat: int) -> float:
+    """CPU seconds of this thread (not wall time: the other processes of a shared machine preempt it)."""
+    t0 = time.thread_time()
+    for _ in range(repeat):
+        for d in docs:
+            fn(d)
+    return time.thread_time() - t0
 
 
 def main(argv=None) -> int:
@@ -112,10 +115,12 @@ def main(argv=None) -> int:
         for fn in sides.values():
             fn(docs[0])  # warm up: the segmenter, compiled patterns
         secs: dict[str, list[float]] = {s: [] for s in sides}
+        mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
+        repeat = max(1, round(1.0 / mb))  # at least about 1 MB a round: small sets time too little
         for r in range(args.rounds):
             for side in (("this", "baseline") if r % 2 == 0 else ("baseline", "this")):
-                secs[side].append(timed(sides[side], docs))
-        mb = sum(len(d.encode("utf-8")) for d in docs) / 1e6
+                secs[side].append(timed(sides[side], docs, repeat))
+        mb *= repeat
         row = {s: {"mb_per_s": round(mb / min(v), 2), "spread": round(max(v) / min(v), 2)} for s, v in secs.items()}
         row["ratio"] = round(min(secs["this"]) / min(secs["baseline"]), 3)
         paired = sorted(a / b for a, b in zip(secs["this"], secs["baseline"]))  # rounds run back to back
