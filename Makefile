@@ -95,11 +95,11 @@ quality-models: $(KENLM_BIN) | $(VENV)/.setup-done
 	$(PY) -m quality_models.train_fasttext --positives $(QUALITY_FT_POS) --negatives $(QUALITY_FT_NEG) \
 	  --out $(QUALITY_FT) --card quality_models/default/quality_ft.md --seed 0
 
-# The packages executors import travel with --py-files, so the same command runs on a cluster.
+# The packages executors import travel with --py-files (their data files too), so the same command runs on a cluster.
 EXECUTOR_PACKAGES := pipeline glassbox
-$(PY_FILES): $(shell find $(EXECUTOR_PACKAGES) -name '*.py') | $(VENV)/.setup-done
+$(PY_FILES): scripts/executor_zip.py $(shell find $(EXECUTOR_PACKAGES) -type f -not -path '*/__pycache__/*') | $(VENV)/.setup-done
 	mkdir -p build
-	rm -f $@ && $(PY) -c 'import sys, zipfile, pathlib; z = zipfile.ZipFile("$@", "w"); [z.write(p) for d in sys.argv[1:] for p in sorted(pathlib.Path(d).rglob("*.py"))]' $(EXECUTOR_PACKAGES)
+	rm -f $@ && $(PY) scripts/executor_zip.py $@ $(EXECUTOR_PACKAGES)
 
 # The spark-submit command line (environment included) the targets above run, for benches and tests
 # that submit a job of their own: eval "$$(make -s spark-submit-command) --master ... job.py".

@@ -9,7 +9,8 @@ import pytest
 import once
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the checkout; GLASSBOX_SHARED_DATA points elsewhere (a git worktree one level deeper)
+SHARED_DATA = Path(os.environ.get("GLASSBOX_SHARED_DATA") or REPO.parent / "shared" / "data")
 FIXTURES = REPO / "tests" / "fixtures"
 
 

@@ -27,7 +27,7 @@ from collections import Counter
 from itertools import accumulate, chain, compress, count, filterfalse, repeat
 from operator import add, mul, sub
 
-from pipeline.clean.words import tokens
+from pipeline.clean.words import UNSPACED_CLASS, has_unspaced, tokens
 
 # (name, type, what it measures), in output order.
 _SIGNALS: list[tuple[str, str, str]] = [
@@ -53,14 +53,18 @@ _SIGNALS: list[tuple[str, str, str]] = [
     ("gopher_dup_8gram_char_frac", "double", "word chars covered by any 8-gram occurring twice or more"),
     ("gopher_dup_9gram_char_frac", "double", "word chars covered by any 9-gram occurring twice or more"),
     ("gopher_dup_10gram_char_frac", "double", "word chars covered by any 10-gram occurring twice or more"),
-    ("c4_terminal_punct_line_frac", "double", "fraction of lines ending in . ! ? or a closing quote"),
+    ("c4_terminal_punct_line_frac", "double", "fraction of lines ending in a sentence mark (. ! ? 。！？ ...), "
+     "closing quotes and brackets after it allowed, or in a closing quote"),
     ("c4_has_lorem_ipsum", "int", "1 if 'lorem ipsum' appears anywhere"),
     ("c4_has_curly_bracket", "int", "1 if '{' appears anywhere (C4's code/JS marker)"),
     ("c4_javascript_line_count", "int", "lines mentioning 'javascript'"),
     ("c4_policy_line_count", "int", "lines with terms-of-use / privacy / cookie policy phrases"),
-    ("c4_n_sentences", "int", "sentences, approximated by terminal punctuation before space/end"),
-    ("fineweb_line_punct_frac", "double", "fraction of lines ending in terminal punctuation (FineWeb set)"),
-    ("fineweb_short_line_frac", "double", "fraction of lines of 30 characters or fewer"),
+    ("c4_n_sentences", "int", "sentences: runs of sentence marks (closers after them included); . ! ? need "
+     "a space, the end or an unspaced script's character after them, 。！？ nothing"),
+    ("fineweb_line_punct_frac", "double", "fraction of lines ending in terminal punctuation (FineWeb set, "
+     "and a sentence mark before closing marks: 。」 ！』 ？）)"),
+    ("fineweb_short_line_frac", "double", "fraction of short lines: 30 characters or fewer in English, "
+     "as many words' worth in another script (short_line_chars of the calibration table)"),
     ("fineweb_dup_line_char_frac", "double",
      "same measure as gopher_dup_line_char_frac; its own column because FineWeb's threshold differs"),
     ("fineweb_list_frac", "double", "newlines per word: high for list-like pages (FineWeb list ratio)"),
@@ -77,12 +81,30 @@ _C4_END = (".", "!", "?", '"', "”")
 # Arabic question mark, Urdu full stop, Armenian, Ethiopic, Myanmar and Tibetan full stops
 _FINEWEB_END = (".", "!", "?", '"', "”", "'", "’", "…", "。", "！", "？", ")", "»",
                 "।", "॥", "؟", "۔", "։", "።", "။", "།", "．", "｡")
+# Marks that close a quotation or a bracket: a sentence may end just before them (。」 ！』 ？） ." !”).
+_CLOSERS = "\"'”’»›)]}」』）】》〉〕〗〙〛"
+# Sentence-final marks. The full-width ones of Chinese and Japanese end a sentence whatever follows (no
+# space is written after them); the others need a space, the end or a character of an unspaced script
+# after them (3.14, e.g., example.com are not ends; 的变化.结果 in Chinese with half-width marks is).
+_WIDE_END = "。！？｡"
+_END_MARKS = ".!?．।॥؟۔։።။།"
+_TERMINAL = tuple(_WIDE_END + _END_MARKS)
 _C4_POLICY = ("terms of use", "privacy policy", "cookie policy", "uses cookies", "use of cookies",
               "use cookies")
 _PARA_SPLIT = re.compile(r"\n[ \t]*\n\s*")
 _LETTER = re.compile(r"[^\W\d_]")
-# terminal punctuation (plus closing quotes/brackets) followed by whitespace or the end
-_SENTENCE_END = re.compile(r"[.!?。！？][\"'”’)\]]*(?:\s|$)")
+# Text without an unspaced script (English, ...): a mark, closers, then a space or the end (one regex with a
+# leading character class, which the engine scans for quickly). Text with one: runs of 。！？ whatever follows,
+# and . ! ? before a space, the end or an unspaced character.
+_SENTENCE_END_SPACED = re.compile(f"[{re.escape(_END_MARKS)}][{re.escape(_CLOSERS)}]*(?:\\s|$)")
+_SENTENCE_END = re.compile(f"[{_WIDE_END}]+[{re.escape(_CLOSERS)}]*"
+                           f"|[{re.escape(_END_MARKS)}]+[{re.escape(_CLOSERS)}]*(?=\\s|$|{UNSPACED_CLASS})")
+
+
+def ends_sentence(line: str) -> bool:
+    """True when a (stripped) line ends in a sentence-final mark, closing quotes and brackets after it
+    allowed: 。」 ！』 ？） ." end a sentence."""
+    return line.rstrip(_CLOSERS).endswith(_TERMINAL)
 
 
 def _zero_signals() -> dict[str, float | int]:
@@ -157,10 +179,16 @@ def _ngram_signals(words: list[str], lens: list[int], total: int, out: dict) -> 
         keys = list(map(add, map(mul, base, repeat(V)), map(ids.__getitem__, map(add, pos, repeat(n)))))
 
 
+SHORT_LINE_CHARS = 30  # FineWeb's short line, in English characters (about five words)
+
+
 def compute_signals(text: str, lang: str | None = None,
-                    stopwords: frozenset[str] | set[str] = STOPWORDS_EN) -> dict[str, float | int]:
+                    stopwords: frozenset[str] | set[str] = STOPWORDS_EN,
+                    short_line_chars: int = SHORT_LINE_CHARS) -> dict[str, float | int]:
     """All heuristic signals for one document (keys and order as in SIGNAL_NAMES); `lang` picks the
-    word segmenter for scripts written without spaces, `stopwords` the words counted as stop words."""
+    word segmenter for scripts written without spaces, `stopwords` the words counted as stop words,
+    `short_line_chars` the length of a short line in this language's characters (FineWeb's 30 English
+    characters hold about as many words as 10 Chinese ones: the calibration table says it per language)."""
     out = _zero_signals()
     if not text:
         return out
@@ -178,11 +206,14 @@ def compute_signals(text: str, lang: str | None = None,
                 bullets += 1
             if s.endswith(_ELLIPSES):
                 ellipses += 1
-            if s.endswith(_C4_END):
-                c4_end += 1
             if s.endswith(_FINEWEB_END):
                 fw_end += 1
-            if len(s) <= 30:
+                if s.endswith(_C4_END) or ends_sentence(s):
+                    c4_end += 1
+            elif ends_sentence(s):  # a mark before a closer FineWeb's set does not hold: 。」 ！』
+                fw_end += 1
+                c4_end += 1
+            if len(s) <= short_line_chars:
                 short += 1
         out["gopher_bullet_line_frac"] = bullets / n_lines
         out["gopher_ellipsis_line_frac"] = ellipses / n_lines
@@ -205,7 +236,8 @@ def compute_signals(text: str, lang: str | None = None,
                 1 for s in lower.split("\n") if any(p in s for p in _C4_POLICY))
 
     # --- words -------------------------------------------------------------------------------------
-    words, n_tokens = tokens(text, lang)
+    unspaced = has_unspaced(text)  # one scan: the segmenter and the sentence count both ask
+    words, n_tokens = tokens(text, lang, unspaced)
     n_words = len(words)
     out["gopher_n_words"] = n_words
     if n_tokens:
@@ -226,5 +258,5 @@ def compute_signals(text: str, lang: str | None = None,
     # --- C4 page markers -------------------------------------------------------------------------
     out["c4_has_lorem_ipsum"] = int("lorem ipsum" in lower)
     out["c4_has_curly_bracket"] = int("{" in text)
-    out["c4_n_sentences"] = len(_SENTENCE_END.findall(text))
+    out["c4_n_sentences"] = len((_SENTENCE_END if unspaced else _SENTENCE_END_SPACED).findall(text))
     return out

@@ -5,10 +5,12 @@ Three layers, later ones win:
 1. the published defaults (pipeline/clean/settings.py DEFAULT_RULES, Gopher's English stop words, the global
    `clean.min_lang_score`), which is all a language without calibration gets (its stop-word rule is off:
    Gopher's English stop words say nothing about another language);
-2. the calibration table: the one built in (pipeline/clean/language_table.py, made by `python -m pipeline.clean.calibrate`
-   from reference prose; its method is recorded in it), or a user's own (`clean.calibration: FILE.json`,
-   written by the same command), or none (`clean.calibration: none`: the published defaults everywhere);
-3. `clean.per_language.<lang>` in the config: `stopwords`, `min_lang_score`, and `rules` (reason -> value).
+2. the calibration table: the one built in (pipeline/clean/language_table.json, data written by
+   `python -m pipeline.clean.calibrate` from reference prose; its method is recorded in it), or a user's own
+   (`clean.calibration: FILE.json`, written by the same command), or none (`clean.calibration: none`: the
+   published defaults everywhere);
+3. `clean.per_language.<lang>` in the config: `stopwords`, `min_lang_score`, `short_line_chars` and `rules`
+   (reason -> value).
 
 English is one calibration among many: its table row keeps the published thresholds unless the
 calibration found a reason to move one.
@@ -18,8 +20,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import lru_cache
+from importlib import resources
 
-from pipeline.clean.heuristics import STOPWORDS_EN
+from pipeline.clean.heuristics import SHORT_LINE_CHARS, STOPWORDS_EN
 
 
 @dataclass(frozen=True)
@@ -29,23 +32,37 @@ class LanguageProfile:
     rules: tuple[dict, ...]                  # the clean rules with this language's values
     min_lang_score: float
     calibrated: bool = False
+    short_line_chars: int = SHORT_LINE_CHARS  # FineWeb's short line in this language's characters
     changed: dict = field(default_factory=dict, compare=False)  # reason -> (default, this language's value)
 
 
 def load_table(calibration: str) -> dict:
     """The calibration table: {"method": ..., "languages": {lang: row}, "confusable": [[...], ...]}."""
     if calibration in ("", "builtin"):
-        from pipeline.clean.language_table import TABLE
-        return TABLE
+        return builtin_table()
     if calibration == "none":
         return {"method": {}, "languages": {}, "confusable": []}
     return _read_table(calibration)
 
 
+BUILTIN_TABLE = "language_table.json"  # package data beside this module
+
+
+@lru_cache(maxsize=1)
+def builtin_table() -> dict:
+    """The table shipped with Glassbox, read as package data: executors import pipeline/ from a zip
+    (build/pipeline.zip), where the file has no path of its own."""
+    text = resources.files(__package__).joinpath(BUILTIN_TABLE).read_text(encoding="utf-8")
+    return _checked(json.loads(text), BUILTIN_TABLE)
+
+
 @lru_cache(maxsize=8)
 def _read_table(path: str) -> dict:
     with open(path, encoding="utf-8") as fh:
-        table = json.load(fh)
+        return _checked(json.load(fh), path)
+
+
+def _checked(table, path: str) -> dict:
     if not isinstance(table, dict) or not isinstance(table.get("languages"), dict):
         raise ValueError(f"{path}: not a calibration table (expected the JSON that `python -m pipeline.clean.calibrate` "
                          f"writes, with a 'languages' mapping)")
@@ -94,4 +111,6 @@ class Profiles:
                 continue  # no stop words known for this language: the rule would reject everything
             rules.append(r)
         score = over.get("min_lang_score", min(cfg.min_lang_score, row.get("min_lang_score", cfg.min_lang_score)))
-        return LanguageProfile(lang or "", stop, tuple(rules), score, bool(row), changed)
+        return LanguageProfile(lang or "", stop, tuple(rules), score, calibrated=bool(row), changed=changed,
+                               short_line_chars=over.get("short_line_chars",
+                                                         row.get("short_line_chars", SHORT_LINE_CHARS)))

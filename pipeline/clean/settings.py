@@ -85,7 +85,7 @@ def _language_codes(codes: list) -> str | None:
     return None if all(codes) else f"empty language code in {codes!r}"
 
 
-PER_LANGUAGE_KEYS = ("stopwords", "min_lang_score", "rules")
+PER_LANGUAGE_KEYS = ("stopwords", "min_lang_score", "short_line_chars", "rules")
 
 
 def _calibration_problem(value: str) -> str | None:
@@ -121,6 +121,10 @@ def per_language_problem(per_language: dict, rules: list[dict]) -> str | None:
             v = over["min_lang_score"]
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v <= 1:
                 return f"{where}.min_lang_score: expected a number in [0, 1], got {v!r}"
+        if "short_line_chars" in over:
+            v = over["short_line_chars"]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                return f"{where}.short_line_chars: expected a whole number of characters >= 1, got {v!r}"
         for reason, v in (over.get("rules") or {}).items():
             if reason not in reasons:
                 return (f"{where}.rules.{reason}: no rule has this reason; known reasons: "
@@ -139,10 +143,14 @@ class CleanConfig:
     min_lang_score: float = setting(0.65, ge=0, le=1)
     mask_pii: bool = True
     remove_boilerplate_lines: bool = True
+    # fold: full-width ASCII letters, digits and symbols (ＡＢＣ１２３, U+FF01-FF5E) and the ideographic space
+    # become ASCII in the stored text; Chinese punctuation (，。！？、；：「」『』《》（）) stays. keep: as written
+    fullwidth: str = setting("keep", choices=("keep", "fold"))
     rules: list[dict] = setting(default_factory=lambda: [dict(r) for r in DEFAULT_RULES], check=rules_problem)
     # per-language stop words and thresholds: builtin, none, or a FILE.json from `python -m pipeline.clean.calibrate`
     calibration: str = setting("builtin", check=_calibration_problem)
-    # overrides per language: {zh: {stopwords: [...], min_lang_score: 0.3, rules: {gopher_short_words: 1.0}}}
+    # overrides per language: {zh: {stopwords: [...], min_lang_score: 0.3, short_line_chars: 10,
+    # rules: {gopher_short_words: 1.0}}}
     per_language: dict = setting(default_factory=dict)
     # with every language admitted (languages: null), a document whose language the identifier cannot
     # tell (below its label's threshold; lid.176 knows no Zulu, Xhosa, Shona, Sotho, ...) is kept as

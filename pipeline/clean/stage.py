@@ -12,7 +12,8 @@ from typing import Protocol
 
 from pipeline.clean.heuristics import compute_signals
 from pipeline.clean.languages import Profiles
-from pipeline.clean.normalize import clean_lines, normalize_text
+from pipeline.clean.boilerplate import clean_lines
+from pipeline.clean.normalize import fold_fullwidth, normalize_text
 from pipeline.clean.pii import mask_pii
 from pipeline.clean.lists_step import ListSteps
 from pipeline.clean.settings import CleanConfig
@@ -116,6 +117,8 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
     rows: list[dict] = []
     for text in texts:
         t = normalize_text(text or "")
+        if cfg.fullwidth == "fold":
+            t = fold_fullwidth(t)
         t, removed = clean_lines(t, cfg)
         n_emails = n_ips = 0
         if cfg.mask_pii:
@@ -134,7 +137,7 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
         listed = steps.before_rules(row, lang, url)  # always: it writes its columns on every row
         reason = reason or listed
         profile = profiles.get(lang)
-        row.update(compute_signals(row["text"], lang, profile.stopwords))
+        row.update(compute_signals(row["text"], lang, profile.stopwords, profile.short_line_chars))
         row["reason"] = reason or apply_rules(row, profile.rules) or steps.safety_reason(row, lang)
     return rows
 

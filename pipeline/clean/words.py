@@ -50,7 +50,8 @@ _UNSPACED_RANGES: list[tuple[int, int, str]] = [
     (0xFF66, 0xFF9F, "ja"),    # half-width Katakana
     (0x20000, 0x323AF, "zh"),  # CJK extensions B-H
 ]
-_UNSPACED = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b, _ in _UNSPACED_RANGES) + "]")
+UNSPACED_CLASS = "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b, _ in _UNSPACED_RANGES) + "]"  # a regex class
+_UNSPACED = re.compile(UNSPACED_CLASS)
 _KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f]")
 # the languages whose texts ICU's word break iterator segments with a dictionary
 SEGMENTED_LANGUAGES = ("zh", "ja", "th", "lo", "km", "my")
@@ -64,7 +65,7 @@ _WORDLIKE = re.compile(r"[^\W_]")  # a letter, digit or mark: a segment that is 
 
 def has_unspaced(text: str) -> bool:
     """True when the text holds a character of a script written without spaces."""
-    return _UNSPACED.search(text) is not None
+    return not text.isascii() and _UNSPACED.search(text) is not None  # isascii: one C pass, no regex
 
 
 def script_locale(ch: str) -> str | None:
@@ -90,13 +91,14 @@ def _segment(run: str, lang: str | None) -> list[str]:
     return [s for s in WordBreaker(run, loc or "root") if _WORDLIKE.search(s)]
 
 
-def tokens(text: str, lang: str | None = None) -> tuple[list[str], int]:
+def tokens(text: str, lang: str | None = None, unspaced: bool | None = None) -> tuple[list[str], int]:
     """(words, raw token count): the words of `words` and the number of raw tokens they came from
     (whitespace tokens, or word-break segments inside unspaced runs, punctuation-only ones included:
-    the denominator of the Gopher alphabetic-word fraction)."""
+    the denominator of the Gopher alphabetic-word fraction). `unspaced`: has_unspaced(text), when the
+    caller knows it already."""
     lower = text.lower()
     raw = lower.split()
-    if not has_unspaced(text):
+    if not (has_unspaced(text) if unspaced is None else unspaced):
         return list(filter(None, map(str.strip, raw, repeat(PUNCT)))), len(raw)
     out: list[str] = []
     n_raw = 0

@@ -9,6 +9,7 @@ from pipeline.clean.settings import DEFAULT_RULES, CleanConfig, rules_problem
 from pipeline.clean.safety import SIGNALS as SAFETY_SIGNALS
 from pipeline.clean.heuristics import SIGNAL_NAMES, compute_signals
 from pipeline.clean.langid import default_model_path, get_identifier
+from pipeline.config import parse_config
 
 DATA = SHARED_DATA
 
@@ -161,3 +162,15 @@ def test_boilerplate_switch():
     assert clean_batch([text], FixedLang(), CleanConfig())[0]["lines_removed"] == 1
     row = clean_batch([text], FixedLang(), CleanConfig(remove_boilerplate_lines=False))[0]
     assert row["lines_removed"] == 0 and row["text"].startswith("Skip to content")
+
+
+def test_fullwidth_fold_reaches_the_stored_text():
+    """clean.fullwidth: fold rewrites full-width ASCII in the text the stage writes; keep leaves it."""
+    abstract = ("结果 治疗组治疗后降压疗效、中医证候疗效、ＥＴ－１、ＮＯ、ｖＷＦ均有明显改善，与对照组比较差异有统计学意义"
+                "（Ｐ＜０．０５）。结论 在西医常规治疗基础上加用补肾活血汤治疗有较好的疗效。")  # a CSL abstract, its marks widened
+    folded = clean_batch([abstract], FixedLang("zh"), CleanConfig(languages=["zh"], fullwidth="fold"))[0]["text"]
+    assert "ET-1、NO、vWF" in folded and "（P<0.05）。" in folded
+    kept = clean_batch([abstract], FixedLang("zh"), CleanConfig(languages=["zh"]))[0]["text"]
+    assert kept == abstract
+    with pytest.raises(ConfigError, match="clean.fullwidth"):
+        parse_config({"sources": {"x": {"format": "text", "paths": ["x.txt"]}}, "clean": {"fullwidth": "nfkc"}})

@@ -2,10 +2,10 @@
 script (pipeline/clean/words.py, languages.py, calibrate.py, clean.py). Plain Python, seconds."""
 import json
 import random
-from pathlib import Path
 
 import pytest
 
+from conftest import SHARED_DATA
 from pipeline.clean import reference_docs
 from pipeline.clean.calibrate import calibrate, derive_stopwords, quantile
 from pipeline.clean.stage import clean_batch, identify, script_language
@@ -13,13 +13,13 @@ from pipeline.config import ConfigError, parse_config
 from pipeline.dedup.sketch import sketch_arrays
 from pipeline.dedup.minhash import jaccard, shingles
 from pipeline.clean.heuristics import compute_signals
-from pipeline.clean.languages import Profiles
+from pipeline.clean.languages import Profiles, load_table
 from pipeline.clean.langid import default_model_path, get_identifier
 from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import NearDedupConfig
 from pipeline.clean.words import key_units, tokens, unit_ngram, words
 
-LINGUA = Path(__file__).resolve().parents[4] / "shared" / "data" / "langid" / "lingua" / "sentences"
+LINGUA = SHARED_DATA / "langid" / "lingua" / "sentences"
 ZH_ARTICLE = ("深度学习框架PyTorch提供了动态计算图，研究人员可以用Python直接调试模型。训练大型语言模型时，"
               "我们通常使用DeepSpeed的ZeRO优化器来减少显存占用，并结合tensor parallel和pipeline parallel。\n"
               "在数据处理方面，Spark可以把网页抽取、清洗和去重分布到整个集群上，每个阶段都写出Parquet文件，"
@@ -174,7 +174,7 @@ def test_every_language_keeps_its_prose_and_rejects_spam(identifier):
 
 
 def test_the_builtin_table_covers_the_focus_languages():
-    from pipeline.clean.language_table import TABLE
+    TABLE = load_table("builtin")
     for lang in ("en", "zh", "ja", "ko", "th", "ru", "de", "fr", "es", "ar", "hi", "vi"):
         assert TABLE["languages"][lang]["stopwords"], lang
     assert TABLE["method"]["lines"] == "even"  # calibrated on the lines bench/languages.py does not use

@@ -1,12 +1,8 @@
-import json
 import unicodedata
 
 import pytest
 
-from conftest import SHARED_DATA, SHARED_SKIP
-from pipeline.clean.normalize import boilerplate_kind, clean_lines, normalize_text
-
-DATA = SHARED_DATA
+from pipeline.clean.normalize import fold_fullwidth, normalize_text
 
 
 @pytest.mark.parametrize("raw, expected", [
@@ -51,79 +47,11 @@ def test_output_is_nfc_utf8_and_idempotent():
     assert normalize_text(once) == once
 
 
-@pytest.mark.parametrize("line, kind", [
-    ("Please enable JavaScript to view the comments powered by Disqus.", "javascript_notice"),
-    ("JavaScript is disabled in your browser.", "javascript_notice"),
-    ("Your browser does not support the video tag.", "browser_support"),
-    ("This website uses cookies to improve your experience.", "cookie_notice"),
-    ("We use cookies to ensure that we give you the best experience on our website.", "cookie_notice"),
-    ("Accept all cookies", "cookie_notice"),
-    ("Cookie Policy", "cookie_notice"),
-    ("By continuing to use this site, you agree to our use of cookies.", "consent_notice"),
-    ("Share | Tweet | Email", "share_buttons"),
-    ("Facebook Twitter Pinterest WhatsApp", "share_buttons"),
-    ("0 shares", "share_buttons"),
-    ("Skip to content", "skip_link"),
-    ("Skip to main navigation", "skip_link"),
-    ("Read more »", "read_more"),
-    ("Continue reading →", "read_more"),
-    ("© 2023 Company. All rights reserved.", "copyright"),
-    ("Copyright 2019-2023 Acme Inc", "copyright"),
-    ("All Rights Reserved.", "copyright"),
-    ("Log in | Sign up", "site_chrome"),
-    ("Back to top", "site_chrome"),
-    ("Advertisement", "site_chrome"),
-    ("Subscribe to our newsletter!", "newsletter_follow"),
-    ("Follow us on Twitter", "newsletter_follow"),
-])
-def test_boilerplate_lines(line, kind):
-    assert boilerplate_kind(line) == kind
-
-
-@pytest.mark.parametrize("line", [
-    "The court ruled that the website uses cookies to track visitors without their consent.",
-    "JavaScript is a programming language that was first released in 1995.",
-    "Read more about the history of the city in the archive, which opened last year.",
-    "Home is where the heart is, as the saying goes.",
-    "Share prices fell sharply on Tuesday after the announcement.",
-    "(c) the applicant shall provide two forms of identification.",
-    "Copyright law in the United States protects original works of authorship.",
-    "Email remains the most common way for customers to reach the support team.",
-    "We use cookie cutters to shape the dough before baking.",
-    "Lorem ipsum dolor sit amet.",  # a document-level signal, not a line rule
-    "",
-])
-def test_prose_lines_kept(line):
-    assert boilerplate_kind(line) is None
-
-
-def test_clean_lines_counts_and_collapses():
-    text = "Skip to content\n\nTitle of the story\n\nShare | Tweet\n\nBody text here.\n\n© 2023 Acme"
-    out, n = clean_lines(text)
-    assert n == 3
-    assert out == "Title of the story\n\nBody text here."
-
-
-def test_clean_lines_can_be_turned_off():
-    class Cfg:
-        remove_boilerplate_lines = False
-    assert clean_lines("Skip to content\nx", Cfg()) == ("Skip to content\nx", 0)
-
-
-def test_clean_lines_keeps_extracted_articles():
-    """Ground-truth article bodies (AEB) and trafilatura's must-keep snippets pass nearly unchanged."""
-    aeb = DATA / "extraction" / "aeb" / "ground-truth.json"
-    evald = DATA / "extraction" / "trafilatura_eval" / "evaldata.json"
-    if not aeb.is_file() or not evald.is_file():
-        pytest.skip(f"{SHARED_SKIP}: {DATA / 'extraction'}")
-    lines = removed = 0
-    for v in json.loads(aeb.read_text()).values():
-        body = normalize_text(v["articleBody"])
-        lines += body.count("\n") + 1
-        removed += clean_lines(body)[1]
-    print(f"\nAEB article bodies: {removed} of {lines} lines removed")
-    assert removed <= 0.002 * lines
-    must_keep = [s for v in json.loads(evald.read_text()).values() for s in v.get("with", [])]
-    assert must_keep
-    wrongly = [s for s in must_keep if boilerplate_kind(s)]
-    assert wrongly == []
+def test_fullwidth_fold_keeps_chinese_punctuation():
+    text = "ＧＰＵ训练用了１２８张卡，准确率９５．２％！（见表３）「结论」：『好』、《报告》。Ｐ＜０．０５"
+    assert fold_fullwidth(text) == "GPU训练用了128张卡，准确率95.2%！（见表3）「结论」：『好』、《报告》。P<0.05"
+    assert fold_fullwidth("plain ascii, 普通中文。") == "plain ascii, 普通中文。"
+    every = "".join(map(chr, range(0xFF01, 0xFF5F)))
+    kept = {c for c in fold_fullwidth(every) if ord(c) > 0x7E}
+    assert kept == set("，！？；：（）")                        # the marks Chinese writes full-width stay
+    assert fold_fullwidth(fold_fullwidth(text)) == fold_fullwidth(text)
