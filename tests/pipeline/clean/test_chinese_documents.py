@@ -49,7 +49,10 @@ def test_held_out_chinese_prose_is_kept(identifier):
 def test_held_out_english_prose_keeps_the_published_rules(identifier):
     got = kept_by_kind("en", identifier)
     assert sum(k for k, _, _ in got.values()) >= 0.94 * sum(n for _, n, _ in got.values())
-    assert {r for _, _, reasons in got.values() for r in reasons} <= {"gopher_dup_5gram", "gopher_dup_10gram"}
+    reasons = sum((rs for _, _, rs in got.values()), collections.Counter())
+    # the published rules drop a few repetitive pages; the content-safety lists may cost at most 1 % of the prose
+    assert {r for r in reasons if not r.startswith("safety_")} <= {"gopher_dup_5gram", "gopher_dup_10gram"}
+    assert sum(n for r, n in reasons.items() if r.startswith("safety_")) <= 0.01 * sum(n for _, n, _ in got.values())
 
 
 def test_chinese_web_pages_are_kept_and_lose_their_chrome(identifier):
