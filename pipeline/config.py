@@ -6,6 +6,7 @@ after an hour of extraction costs an hour.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ class SourceConfig:
     text_field: str = "text"
     id_field: str = "id"
     inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
+    # files matched by more than one pattern (overlapping globs, a path given twice): read once
+    listed_more_than_once: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,9 +117,12 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
             raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
         if value == "":
             raise ConfigError(f"{key}.{k}: expected a field name, got an empty string")
-    inputs = sorted({f.path: f for f in _match_inputs(key, spec.paths, base)}.values(), key=lambda f: f.path)
+    matched = _match_inputs(key, spec.paths, base)
+    inputs = sorted({f.path: f for f in matched}.values(), key=lambda f: f.path)
+    times = Counter(f.path for f in matched)
     return SourceConfig(name=name, format=spec.format, paths=spec.paths, files=[f.path for f in inputs],
-                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs)
+                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs,
+                        listed_more_than_once={p: n for p, n in sorted(times.items()) if n > 1})
 
 
 def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:

@@ -32,9 +32,8 @@ from pipeline.dedup.clusters import PAIRS_BUCKET, keep_best_first
 from pipeline.dedup.exact import exact_hash
 from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
-from pipeline.run.runner import replace_dir
 from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
-from pipeline.run.units import text_bytes
+from pipeline.run.units import replace_dir, text_bytes
 
 BATCH = 512                   # rows per sketch call, as the distributed path's Arrow batches
 OURS = ("minhash_cluster",) + SKETCH_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them

@@ -25,7 +25,8 @@ from typing import Callable
 
 from pipeline.run.progress import Reporter, progress_line, spark_tasks_line
 from pipeline.run.stats import StageStats, load_stats, top_reasons
-from pipeline.run.units import UnitDirs, finished_units, write_json_atomic
+from pipeline.run.repeats import LOCAL_MAX_ROWS, check_unique, repeated_ids
+from pipeline.run.units import UnitDirs, finished_units, parquet_files, replace_dir, write_json_atomic
 
 STATE_DIR = "_state"
 WORK_DIR = "_work"
@@ -75,19 +76,6 @@ def input_fingerprint(data_dir: str, previous_stage: str, previous_output: str) 
     if state and os.path.isdir(os.path.join(data_dir, previous_output)):
         return state["fingerprint"]
     return fingerprint(path_identity(os.path.join(data_dir, previous_output)))
-
-
-def replace_dir(src: str, dst: str) -> None:
-    """Swap a finished folder into place; the old one is removed only after the new one is there."""
-    if not os.path.exists(src):
-        return  # already moved by an earlier, interrupted commit
-    old = dst.rstrip("/") + ".__old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(dst):
-        os.rename(dst, old)
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    os.rename(src, dst)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def emptied_line(stats: StageStats) -> str:
@@ -210,12 +198,24 @@ class StageContext:
         total, reused = units or (self.units_total, self.units_reused)
         stats.extra = {**(extra or {}), "units": total, "units_reused": reused}
         stats.check()
+        self.check_unique_ids(stats.records_out)
         open(os.path.join(self.dirs.work, COMMITTING), "w").close()
         replace_dir(self.dirs.out, os.path.join(self.data_dir, output))
         replace_dir(self.dirs.rejected, os.path.join(self.data_dir, "rejected", f"stage={self.stage}"))
         stats.wall_s = round(time.time() - t0, 2)
         stats.write(self.data_dir)
         return stats
+
+    def check_unique_ids(self, rows: int) -> None:
+        """One id, one row (pipeline/run/repeats.py) in the kept files about to be committed: read in this
+        process when they are few, by a Spark job otherwise."""
+        files = parquet_files(self.dirs.out)
+        if rows <= LOCAL_MAX_ROWS:
+            repeated = repeated_ids(files)
+        else:
+            from pipeline.run.spark import repeated_ids_spark
+            repeated = repeated_ids_spark(self.spark, files)
+        check_unique(self.stage, repeated, f"its output ({self.dirs.out})")
 
     def discard(self) -> None:
         shutil.rmtree(self.dirs.work, ignore_errors=True)
