@@ -13,6 +13,7 @@ from typing import Any
 
 from glassbox.schema import ConfigError, build, load_file, setting, unknown_key
 from pipeline.clean.settings import CleanConfig
+from pipeline.dedup.index import IndexRefused, key_settings, open_index, resolve
 from pipeline.dedup.settings import DedupConfig
 from pipeline.extract.settings import ExtractConfig
 from pipeline.score.settings import ScoreConfig
@@ -206,6 +207,22 @@ def _build_spark(raw: Any) -> dict[str, str]:
 SECTIONS = ("sources", "extract", "clean", "score", "dedup", "decontaminate", "tokenize", "spark")
 
 
+def _build_dedup(raw: Any, base: Path) -> DedupConfig:
+    """The dedup settings; every corpus of `against` is found and its index checked now (present, whole,
+    made with these settings), so a wrong one is a config error before Spark starts."""
+    cfg = build(DedupConfig, raw, "dedup")
+    cfg.against = [resolve(entry, base) for entry in cfg.against]
+    want = key_settings(cfg) if cfg.against else None
+    for i, where in enumerate(cfg.against):
+        if cfg.against.index(where) != i:
+            raise ConfigError(f"dedup.against[{i}]: {where} is listed twice; list each corpus once")
+        try:
+            open_index(where, want)
+        except IndexRefused as e:
+            raise ConfigError(f"dedup.against[{i}]: {e}") from None
+    return cfg
+
+
 def _build_clean(raw: Any, base: Path) -> CleanConfig:
     """The clean settings; a calibration table given as a file must exist and be one (read now, so a
     mistake is a config error before Spark starts). Its path becomes absolute, as source paths do."""
@@ -243,7 +260,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         # the settings first: a typo in dedup is reported before any object store is listed
         extract=build(ExtractConfig, raw.get("extract"), "extract"),
         clean=_build_clean(raw.get("clean"), base),
-        dedup=build(DedupConfig, raw.get("dedup"), "dedup"),
+        dedup=_build_dedup(raw.get("dedup"), base),
         tokenize=_build_tokenize(raw.get("tokenize"), base),
         spark=_build_spark(raw.get("spark")),
         sources={name: _build_source(name, src, base) for name, src in sources_raw.items()},

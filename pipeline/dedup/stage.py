@@ -24,6 +24,8 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from pipeline.dedup.earlier import against_info
+from pipeline.dedup.index import finish, key_settings, open_index, writing_dir
 from pipeline.dedup.marks import apply_marks, combine, marks
 from pipeline.dedup.sketch import SKETCH_COLUMNS
 from pipeline.dedup.near import sketch_rows, near_status_marks
@@ -56,9 +58,11 @@ def run_local(spark, cfg, data_dir: str, files: list[str], t0: float) -> StageSt
     rej_path = os.path.join(data_dir, "rejected", "stage=dedup")
     near_cfg = cfg.dedup.near if cfg.dedup.near.enabled else None
     exact, shards = cfg.dedup.exact, cfg.dedup.shards
+    against, settings = earlier_indexes(cfg), key_settings(cfg.dedup)
     spark.sparkContext.setJobDescription(f"dedup: {len(files)} files in one task (local path)")
     counts = (spark.sparkContext.parallelize([0], 1)
-              .map(lambda _: dedup_files(files, out_path, rej_path, exact, near_cfg, shards)).collect()[0])
+              .map(lambda _: dedup_files(files, out_path, rej_path, exact, near_cfg, shards, against=against,
+                                         index_to=data_dir, settings=settings)).collect()[0])
     stats = StageStats(stage="dedup", records_in=counts["records_in"], records_out=counts["records_out"],
                        rejected=counts["rejected"], bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"],
                        wall_s=round(time.time() - t0, 2), input=os.path.join(data_dir, "scored"),
@@ -85,13 +89,33 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
         n_in, bytes_in = input_stats(rows, text_bytes())  # the one pass over the text, cached on disk
         if not n_in:  # nothing to compare: no step runs, the same (empty) files are written
             info["empty_input"] = True
-        exact = exact_marks(rows).persist(StorageLevel.MEMORY_AND_DISK) if cfg.dedup.exact and n_in else None
-        live = rows.join(exact, "id", "left_anti") if exact is not None else rows
+        indexes = earlier_indexes(cfg)
+        earlier, old = (None, None), None
+        live = rows
+        if indexes and n_in:  # earlier corpora first: their documents win (pipeline/dedup/earlier.py)
+            from pipeline.dedup.against import earlier_marks, old_rows
+
+            old = old_rows(spark, indexes).persist(StorageLevel.DISK_ONLY)
+            earlier = tuple(m.persist(StorageLevel.MEMORY_AND_DISK) if m is not None else None
+                            for m in earlier_marks(rows, old, cfg.dedup.exact))
+            for m in earlier:
+                if m is not None:
+                    live = live.join(m.select("id"), "id", "left_anti")
+        if indexes:
+            info["against"] = against_info(indexes)
+        exact = exact_marks(live).persist(StorageLevel.MEMORY_AND_DISK) if cfg.dedup.exact and n_in else None
+        live = live.join(exact, "id", "left_anti") if exact is not None else live
         near = None
         if near_cfg.enabled and n_in:
             from pipeline.dedup.near import near_marks
 
-            near, info["near"] = near_marks(spark, live, near_cfg)
+            compared = live
+            if old is not None:
+                from pipeline.dedup.against import old_candidates
+
+                compared = live.select("id", "_scope", "_q", "shingles", "bands", F.lit(False).alias("_old")).unionByName(
+                    old_candidates(rows, old, near_cfg.scope == "source"))
+            near, info["near"] = near_marks(spark, compared, near_cfg)
         semantic = None
         if sem_cfg.enabled and n_in:
             from pipeline.dedup.semantic import mark_semantic_duplicates
@@ -102,23 +126,47 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
             semantic = marks(sem_rows.where(F.col("status") != KEPT), SEMANTIC_DUPLICATE, F.col("detail"),
                              F.col("duplicate_of"))
         table = combine(
+            *earlier,
             marks(exact, EXACT_DUPLICATE, F.concat(F.lit("duplicate of "), F.col("duplicate_of")),
                   F.col("duplicate_of")) if exact is not None else None,
             near_status_marks(near) if near is not None else None,
             semantic)
         out = apply_marks(rows.drop("_scope", "_q", "shingles", "bands"), table)
-        return finish_stage(spark, "dedup", out, data_dir, "dedup", t0=t0, input_desc=src,
-                            records_in=n_in, bytes_in=bytes_in, shards=cfg.dedup.shards, extra=info)
+        stats = finish_stage(spark, "dedup", out, data_dir, "dedup", t0=t0, input_desc=src,
+                             records_in=n_in, bytes_in=bytes_in, shards=cfg.dedup.shards, extra=info)
+        write_index(spark, cfg, data_dir, rows, table, indexes)
+        return stats
     finally:
         rows.unpersist()
         spark.catalog.clearCache()  # the steps' cached marks
         shutil.rmtree(checkpoints, ignore_errors=True)
 
 
+def write_index(spark, cfg, data_dir: str, rows: DataFrame, table: DataFrame | None, indexes) -> None:
+    """DATA/dedup_index (pipeline/dedup/index.py) from the sketch rows of the kept documents, in the dedup/
+    files' layout; its manifest last."""
+    kept = rows if table is None else rows.join(table.where(F.col("reason").isNotNull()).select("id"), "id", "left_anti")
+    source = F.col("source").cast("string") if "source" in rows.columns else F.lit(None).cast("string")
+    keys = kept.select("id", F.coalesce(source, F.lit("")).alias("source"), "exact_hash", "bands", "shingles")
+    tmp = writing_dir(data_dir)
+    shutil.rmtree(tmp, ignore_errors=True)
+    (keys.repartition(cfg.dedup.shards, "id").sortWithinPartitions("id")
+         .write.option("compression", "zstd").parquet(tmp))
+    finish(tmp, data_dir, key_settings(cfg.dedup), indexes)
+
+
+def earlier_indexes(cfg) -> list:
+    """The indexes of `dedup.against`, opened and checked again (the config check did it before Spark)."""
+    want = key_settings(cfg.dedup)
+    return [open_index(where, want) for where in cfg.dedup.against]
+
+
 def identity(cfg) -> dict:
     """What dedup's output depends on. `local_max_bytes` only chooses between two paths that write the
-    same files (tests/pipeline/dedup/test_dedup_local.py), so changing it does not rerun a finished dedup."""
-    return {"dedup": dataclasses.replace(cfg.dedup, local_max_bytes=0)}
+    same files (tests/pipeline/dedup/test_dedup_local.py), so changing it does not rerun a finished dedup.
+    The earlier corpora count by their index's digest: a rebuilt one reruns the stage."""
+    return {"dedup": dataclasses.replace(cfg.dedup, local_max_bytes=0),
+            "against": [r.digest for r in earlier_indexes(cfg)]}
 
 
 # Dedup compares documents across the whole corpus, so it is one unit: after a crash it reruns

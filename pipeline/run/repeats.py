@@ -63,14 +63,18 @@ def later_copies(files: list[str]) -> dict[str, list[tuple[int, str, str | None]
     return {f: sorted(rows) for f, rows in out.items()}
 
 
-def repeated_ids(files: list[str]) -> dict[str, int]:
-    """Every id that occurs more than once in `files`, with its number of rows (empty: one id, one row)."""
-    t = _id_table(files)
-    if t.num_rows < 2:
+def repeated_values(ids: pa.Array | pa.ChunkedArray) -> dict[str, int]:
+    """Every value that occurs more than once, with its number of rows."""
+    if len(ids) < 2:
         return {}
-    counts = pc.value_counts(t.column("id"))
+    counts = pc.value_counts(ids)
     many = pc.greater(counts.field("counts"), 1)
     return dict(zip(counts.field("values").filter(many).to_pylist(), counts.field("counts").filter(many).to_pylist()))
+
+
+def repeated_ids(files: list[str]) -> dict[str, int]:
+    """Every id that occurs more than once in `files`, with its number of rows (empty: one id, one row)."""
+    return repeated_values(_id_table(files).column("id"))
 
 
 def check_unique(stage: str, repeated: dict[str, int], where: str) -> None:
