@@ -40,7 +40,8 @@ def run(spark, cfg, data_dir: str, ctx=None):
     if listed_twice:
         ctx.log(f"extract: {len(listed_twice)} input files matched more than one pattern of their source and "
                 f"were read once: {', '.join(sorted(listed_twice)[:3])}")
-    later = find_later_copies(spark, units, markers, ctx.dirs.out)
+    # a commit interrupted after its swap: what it swapped in was checked already
+    later = {} if ctx.committing else find_later_copies(spark, units, markers, ctx.dirs.out)
     if not later:
         return ctx.commit("extracted", markers, t0, input_desc=desc, extra=extra)
     again = sum(len(v) for v in later.values())

@@ -13,7 +13,6 @@ from typing import Any
 
 from glassbox.schema import ConfigError, build, load_file, setting, unknown_key
 from pipeline.clean.settings import CleanConfig
-from pipeline.dedup.index import IndexRefused, key_settings, open_index, resolve
 from pipeline.dedup.settings import DedupConfig
 from pipeline.extract.settings import ExtractConfig
 from pipeline.score.settings import ScoreConfig
@@ -211,8 +210,12 @@ def _build_dedup(raw: Any, base: Path) -> DedupConfig:
     """The dedup settings; every corpus of `against` is found and its index checked now (present, whole,
     made with these settings), so a wrong one is a config error before Spark starts."""
     cfg = build(DedupConfig, raw, "dedup")
+    if not cfg.against:
+        return cfg
+    from pipeline.dedup.index import IndexRefused, key_settings, open_index, resolve  # numpy, pyarrow: only then
+
     cfg.against = [resolve(entry, base) for entry in cfg.against]
-    want = key_settings(cfg) if cfg.against else None
+    want = key_settings(cfg)
     for i, where in enumerate(cfg.against):
         if cfg.against.index(where) != i:
             raise ConfigError(f"dedup.against[{i}]: {where} is listed twice; list each corpus once")

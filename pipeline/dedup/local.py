@@ -4,16 +4,20 @@ functions, without its dozens of Spark jobs.
 
     scored/*.parquet ──read once──▶ one Arrow table
         ──sketch_arrays per 512 rows──▶ exact hashes, shingle-hash sets, LSH band keys (numpy)
+        ──against──▶ the rows of earlier corpora's indexes it can meet, their sketches as stored
+                     (pipeline/dedup/index.py, earlier.py): repeats of their records and exact copies
         ──exact──▶ per exact hash, the smallest id survives
         ──buckets──▶ (scope, band key) groups by one sort: all pairs of a group of up to
                      PAIRS_BUCKET, a star to the smallest id up to max_bucket, bigger ones counted
+                     (pairs of two old documents left out)
         ──verify──▶ exact Jaccard (or containment) of the two hash sets
-        ──keep_best_first──▶ components and survivors
+        ──keep_best_first──▶ components and survivors (old documents first: OLD_RANK)
         ──write──▶ dedup/ in `shards` files laid out as Spark's repartition(shards, "id") lays them
-                   out, sorted by id; rejected/stage=dedup/
+                   out, sorted by id; rejected/stage=dedup/; dedup_index/ for the kept documents
 
-Its memory is the input table plus 8 bytes per word: the caller uses it only below
-`dedup.local_max_bytes` of text. Plain Python, pyarrow and numpy (no Spark job): jobs/dedup.py runs it
+Its memory is the input table plus 8 bytes per word (and the old rows it can meet; the indexes are read a
+file at a time): the caller uses it only below `dedup.local_max_bytes` of new text, however big the
+earlier corpora. Plain Python, pyarrow and numpy (no Spark job): jobs/dedup.py runs it
 in one Spark task, so on a cluster it runs on an executor, not in the driver.
 """
 from __future__ import annotations
@@ -220,21 +224,8 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
             r = rest[k]
             reason[r], detail[r], duplicate_of[r] = EXACT_DUPLICATE, f"duplicate of {first}", first
     if near:
-        all_ids, quality, scope_names, live, both = ids, _quality(table, n), sources, \
-            np.array([r is None for r in reason], dtype=bool), fp
-        fixed_from = None
-        if old is not None and old.num_rows:  # earlier corpora's documents join the comparison, ranked first
-            old_fp = old_sketches(old, near_cfg.bands)
-            all_ids = ids + old.column("id").to_pylist()
-            quality = quality + [OLD_RANK] * old.num_rows
-            scope_names = sources + pc.fill_null(old.column("source"), "").to_pylist()
-            live = np.concatenate([live, np.ones(old.num_rows, dtype=bool)])
-            both, fixed_from = _concat_sketches([fp, old_fp]), n
-        if near_cfg.scope != "source":
-            scope_names = ["*"] * len(all_ids)
-        codes = {s: k for k, s in enumerate(sorted(set(scope_names)))}
-        scope = np.array([codes[s] for s in scope_names], dtype=np.int64)
-        decided, info["near"] = near_decisions(all_ids, quality, live, scope, both, near_cfg, fixed_from)
+        live = np.array([r is None for r in reason], dtype=bool)
+        decided, info["near"] = _near(ids, _quality(table, n), sources, live, fp, old, near_cfg)
         row_of = {x: r for r, x in enumerate(ids)}
         for x, (c, d) in decided.items():
             r = row_of.get(x)
@@ -276,6 +267,24 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
 
     return {"records_in": n, "bytes_in": text_bytes(table), "records_out": kept.num_rows, "bytes_out": text_bytes(kept),
             "rejected": dict(sorted(Counter(x for x in reason if x is not None).items())), "info": info}
+
+
+def _near(ids: list[str], quality: list, sources: list[str], live: np.ndarray, fp: Sketches, old: pa.Table | None,
+          cfg) -> tuple[dict, dict]:
+    """`near_decisions` over this run's documents and, when given, the rows of earlier corpora they may meet
+    (`read_matching`), appended after them and ranked first (OLD_RANK)."""
+    fixed_from = None
+    if old is not None and old.num_rows:
+        fixed_from = len(ids)
+        ids = ids + old.column("id").to_pylist()
+        quality = quality + [OLD_RANK] * old.num_rows
+        sources = sources + pc.fill_null(old.column("source"), "").to_pylist()
+        live = np.concatenate([live, np.ones(old.num_rows, dtype=bool)])
+        fp = _concat_sketches([fp, old_sketches(old, cfg.bands)])
+    names = sources if cfg.scope == "source" else ["*"] * len(ids)
+    codes = {s: k for k, s in enumerate(sorted(set(names)))}
+    scope = np.array([codes[s] for s in names], dtype=np.int64)
+    return near_decisions(ids, quality, live, scope, fp, cfg, fixed_from)
 
 
 def _quality(table: pa.Table, n: int) -> list:

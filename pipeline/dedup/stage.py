@@ -1,5 +1,5 @@
-"""The dedup stage (jobs/dedup.py submits it; the stage runner records it like the others): dedup. Exact (normalized-text hash; the lowest id survives), then near duplicates
-(MinHash LSH + exact-Jaccard verification + connected components; the best-scored document of a
+"""The dedup stage (jobs/dedup.py submits it; the stage runner records it like the others). Exact
+(normalized-text hash; the lowest id survives), then near duplicates (MinHash LSH + exact-Jaccard verification + connected components; the best-scored document of a
 component survives, and so does any member not within the threshold of a kept one), then, when
 enabled, semantic duplicates (embeddings + k-means). Each step works on the survivors of the one
 before; every removed document goes to rejected/ with its reason and `duplicate_of`.
@@ -7,6 +7,11 @@ before; every removed document goes to rejected/ with its reason and `duplicate_
 The text is read by Python once: one pass computes every document's exact hash, shingle hashes and
 LSH band keys (cached on local disk); the steps after it move only ids, hashes and counts, and the
 final write joins the (few) marks back onto the rows.
+
+With `dedup.against`, the documents of corpora already built come first (pipeline/dedup/against.py:
+repeats of their records, exact copies, then near duplicates with the old documents ranked first), read
+from their indexes, never recomputed nor rewritten. Every run writes its own index, DATA/dedup_index
+(pipeline/dedup/index.py), for the crawls after it.
 
 An input with less text than `dedup.local_max_bytes` (counted from the Parquet footers) takes the local
 path instead: pipeline/dedup/local.py makes the same decisions and writes the same files in one Spark
@@ -25,7 +30,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from pipeline.dedup.earlier import against_info
-from pipeline.dedup.index import finish, key_settings, open_index, writing_dir
+from pipeline.dedup.index import INDEX_DIR, finish, key_settings, open_index, writing_dir
 from pipeline.dedup.marks import apply_marks, combine, marks
 from pipeline.dedup.sketch import SKETCH_COLUMNS
 from pipeline.dedup.near import sketch_rows, near_status_marks
@@ -170,6 +175,6 @@ def identity(cfg) -> dict:
 
 
 # Dedup compares documents across the whole corpus, so it is one unit: after a crash it reruns
-# whole from the finished scored/ input.
+# whole from the finished scored/ input. Its index is part of its output: without one it runs again.
 SPEC = StageSpec("dedup", "dedup", identity, lambda spark, cfg, data, ctx: run_dedup(spark, cfg, data),
-                 previous=("score", "scored"), units=False)
+                 previous=("score", "scored"), units=False, also_writes=(INDEX_DIR,))

@@ -122,14 +122,18 @@ class StageContext:
         return StageContext(self.spark, self.stage, self.data_dir, fp, phase=phase, log=self.log)
 
     @property
+    def committing(self) -> bool:
+        """A commit began (its folders may be in place already): the units' files may be gone, their markers stand."""
+        return os.path.exists(os.path.join(self.dirs.work, COMMITTING))
+
+    @property
     def label(self) -> str:
         return self.stage + (f" {self.phase}" if self.phase else "")
 
     def run_units(self, units: list[dict], fn: Callable[[dict, UnitDirs, str], dict]) -> list[dict]:
         """Run `fn(unit, dirs, fingerprint) -> marker` for every unit not finished earlier, one Spark
         task per unit, and return every unit's marker (small: counts only, never documents)."""
-        committing = os.path.exists(os.path.join(self.dirs.work, COMMITTING))
-        done = finished_units(self.dirs, self.fingerprint, require_output=not committing)
+        done = finished_units(self.dirs, self.fingerprint, require_output=not self.committing)
         names = {u["name"] for u in units}
         todo = [u for u in units if u["name"] not in done]
         self.units_total, self.units_reused = len(units), len(names & set(done))
@@ -229,6 +233,7 @@ class StageSpec:
     run: Callable            # (spark, cfg, data_dir, ctx) -> StageStats
     previous: tuple[str, str] | None = None  # (stage, output folder) it reads
     units: bool = True       # False: the stage is one unit (rerun whole after a crash)
+    also_writes: tuple[str, ...] = ()  # other folders of its output (a finished stage without them reruns)
 
 
 class Runner:
@@ -269,8 +274,9 @@ class Runner:
         fp = self.stage_fingerprint(spec)
         state = read_state(self.data_dir, spec.name)
         stats_file = os.path.join(self.data_dir, "stats", f"{spec.name}.json")
-        if (not force and state and state.get("fingerprint") == fp and os.path.isdir(os.path.join(self.data_dir, spec.output))
-                and os.path.exists(stats_file)):
+        outputs = (spec.output, *spec.also_writes)
+        if (not force and state and state.get("fingerprint") == fp and os.path.exists(stats_file)
+                and all(os.path.isdir(os.path.join(self.data_dir, o)) for o in outputs)):
             self.log(f"{spec.name}: finished earlier with the same inputs and config; skipped "
                      f"({os.path.join(self.data_dir, spec.output)}, stats/{spec.name}.json)")
             outcome = StageOutcome(load_stats(self.data_dir, spec.name), "skipped",
