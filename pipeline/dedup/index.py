@@ -197,7 +197,9 @@ def _open(where: str, want: dict) -> IndexRef:
     why = refusal(manifest.get("settings") or {}, want)
     if why:
         raise IndexRefused(f"{folder} {why}: its keys cannot be compared with this run's. Deduplicate with the "
-                           f"settings it was built with, or rebuild it with these: {_fix(where)}")
+                           "settings it was built with, or rebuild it with these: set them in its config and run "
+                           f"`make clean-dedup CONFIG=<its config> DATA={where}` (its dedup stage runs again, with "
+                           "this code, and writes the index)")
     return IndexRef(folder, manifest, hashlib.sha256(raw).hexdigest()[:24])
 
 

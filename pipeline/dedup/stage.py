@@ -82,6 +82,8 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
     t0 = time.time()
     src = os.path.join(data_dir, "scored")
     files = parquet_files(src)
+    # the index describes the output about to be replaced: until the new one is written there is none
+    shutil.rmtree(os.path.join(data_dir, INDEX_DIR), ignore_errors=True)
     if takes_local_path(cfg, files):
         return run_local(spark, cfg, data_dir, files, t0)
     docs = spark.read.parquet(src)
@@ -118,8 +120,9 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
             if old is not None:
                 from pipeline.dedup.against import old_candidates
 
+                # cached: the buckets and both sides of the verification read it
                 compared = live.select("id", "_scope", "_q", "shingles", "bands", F.lit(False).alias("_old")).unionByName(
-                    old_candidates(rows, old, near_cfg.scope == "source"))
+                    old_candidates(rows, old, near_cfg.scope == "source")).persist(StorageLevel.MEMORY_AND_DISK)
             near, info["near"] = near_marks(spark, compared, near_cfg)
         semantic = None
         if sem_cfg.enabled and n_in:
@@ -139,7 +142,9 @@ def run_dedup(spark, cfg, data_dir: str) -> StageStats:
         out = apply_marks(rows.drop("_scope", "_q", "shingles", "bands"), table)
         stats = finish_stage(spark, "dedup", out, data_dir, "dedup", t0=t0, input_desc=src,
                              records_in=n_in, bytes_in=bytes_in, shards=cfg.dedup.shards, extra=info)
-        write_index(spark, cfg, data_dir, rows, table, indexes)
+        write_index(spark, cfg, data_dir, rows, table, indexes)  # after the books balance, as on the local path
+        stats.wall_s = round(time.time() - t0, 2)
+        stats.write(data_dir)
         return stats
     finally:
         rows.unpersist()
