@@ -1,6 +1,6 @@
-"""Incremental dedup through the dedup stage on Spark: its two paths decide alike and write the same index,
-an index in an object store serves as one on disk, and a killed incremental `clean-dedup` resumes to the
-uninterrupted result, leaving meanwhile nothing a later crawl could take for a finished index."""
+"""Incremental dedup through the dedup stage on Spark: an index in an object store serves as one on disk, and
+a killed incremental `clean-dedup` resumes to the uninterrupted result, leaving meanwhile nothing a later
+crawl could take for a finished index; its distributed dedup path decides as the no-Spark one."""
 import json
 import os
 import signal
@@ -17,6 +17,7 @@ from bench.incremental_dedup import crawls, write_scored
 from jobs import dedup
 from pipeline.config import ConfigError, parse_config
 from pipeline.dedup.index import INDEX_DIR, MANIFEST
+from pipeline.read.ids import doc_id
 from tests.conftest import REPO
 from tests.pipeline.dedup.test_dedup_local import _parts, _rejected, _stats
 from tests.pipeline.dedup.test_incremental_dedup import dedup as local_dedup, removed
@@ -40,30 +41,12 @@ def _index_rows(data: Path) -> list[tuple]:
 def old_and_new(tmp_path_factory):
     root = tmp_path_factory.mktemp("inc-spark")
     old, new = crawls(60, 8, seed=11)
+    # A's ids as the extract stage gives a JSONL line {"id": ..., "text": ...} of source web: B's re-fetched
+    # records, read from JSONL, then have A's ids
+    old = [{**d, "id": doc_id("web", d["id"], content=d["text"])} for d in old]
     write_scored(old, root / "A")
     local_dedup(root / "A")
     return root, old, new
-
-
-def test_both_paths_decide_alike_against_an_earlier_corpus(spark, old_and_new, tmp_path):
-    root, _, new = old_and_new
-    out = {}
-    for name, limit in (("local", 64 << 20), ("distributed", 0)):
-        data = tmp_path / name
-        write_scored(new, data)
-        stats = dedup.run(spark, _config([root / "A"], limit, near={"max_bucket": 30}), str(data))
-        assert stats.extra["path"] == name
-        out[name] = data
-    local, distributed = out["local"], out["distributed"]
-    assert _parts(local / "dedup") == _parts(distributed / "dedup")
-    assert _rejected(local) == _rejected(distributed)
-    a, b = _stats(local), _stats(distributed)
-    assert a["extra"].pop("path") == "local" and b["extra"].pop("path") == "distributed"
-    assert a == b and set(a["rejected"]) == {"repeated_record", "exact_duplicate", "near_duplicate"}, a
-    assert _index_rows(local) == _index_rows(distributed) and len(_index_rows(local)) == a["records_out"]
-    manifests = [json.loads((d / INDEX_DIR / MANIFEST).read_text()) for d in (local, distributed)]
-    assert manifests[0]["settings"] == manifests[1]["settings"] and manifests[0]["against"] == manifests[1]["against"]
-    print(a["rejected"], a["extra"]["against"])
 
 
 def test_an_index_in_an_object_store(old_and_new, s3_server, tmp_path, monkeypatch):  # noqa: F811
@@ -92,10 +75,12 @@ def test_an_index_in_an_object_store(old_and_new, s3_server, tmp_path, monkeypat
 
 @pytest.mark.slow
 def test_a_killed_incremental_run_resumes_to_the_uninterrupted_result(spark, old_and_new, tmp_path):
-    """`make clean-dedup`'s chain on a JSONL crawl against A, SIGKILLed once its dedup stage runs: A is
-    untouched, the new corpus has no index a later crawl could use (refused, with what to do), and the same
-    command again skips extract, clean and score and ends with the uninterrupted run's decisions."""
+    """`make clean-dedup`'s chain on a JSONL crawl against A, on the distributed dedup path, SIGKILLed once its
+    dedup stage runs: A is untouched, the new corpus has no index a later crawl could use (refused, with what
+    to do), and the same command again skips extract, clean and score and ends with what the no-Spark path
+    makes of the same scored/ (the same files, rejected rows, stats and index: both paths decide alike)."""
     from jobs import clean_dedup
+    from pipeline.config import load_config
     from pipeline.run.runner import Runner
 
     root, _, new = old_and_new
@@ -104,7 +89,8 @@ def test_a_killed_incremental_run_resumes_to_the_uninterrupted_result(spark, old
     config = tmp_path / "b.yaml"
     config.write_text(json.dumps({"sources": {"web": {"format": "jsonl", "paths": [str(crawl)]}},
                                   "clean": {"languages": None, "rules": []}, "score": {"min_quality": 0.0},
-                                  "dedup": {"shards": 2, "against": [str(root / "A")]}}))
+                                  "dedup": {"shards": 2, "against": [str(root / "A")], "local_max_bytes": 0,
+                                            "near": {"max_bucket": 30}}}))
     data, log = tmp_path / "B", tmp_path / "run.log"
     before = sorted((p, p.stat().st_mtime_ns) for p in (root / "A").rglob("*"))
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYSPARK_PYTHON": sys.executable, "SPARK_MASTER": "local[2]",
@@ -124,18 +110,25 @@ def test_a_killed_incremental_run_resumes_to_the_uninterrupted_result(spark, old
         _config([data], 64 << 20)
     assert sorted((p, p.stat().st_mtime_ns) for p in (root / "A").rglob("*")) == before
 
-    from pipeline.config import load_config
     cfg = load_config(config)
     runner = Runner(spark, cfg, str(data))
     for spec in clean_dedup.STAGES:
         runner.run(spec)
     assert [o.status for o in runner.outcomes] == ["skipped", "skipped", "skipped", "ran"]
+    assert runner.outcomes[-1].stats.extra["path"] == "distributed"
     _config([data], 64 << 20)  # now an index a later crawl can use
+
     expected = tmp_path / "expected"
     (expected / "scored").mkdir(parents=True)
     for f in (data / "scored").glob("*.parquet"):
         pq.write_table(pq.read_table(f), expected / "scored" / f.name)
-    local_dedup(expected, [root / "A"])
-    assert removed(data) == removed(expected) and removed(data)
-    assert sorted(ds.dataset(str(data / "dedup")).to_table(columns=["id"]).column("id").to_pylist()) == \
-        sorted(ds.dataset(str(expected / "dedup")).to_table(columns=["id"]).column("id").to_pylist())
+    assert dedup.run(spark, _config([root / "A"], 64 << 20, near={"max_bucket": 30}), str(expected)).extra["path"] == "local"
+    assert _parts(data / "dedup") == _parts(expected / "dedup")
+    assert _rejected(data) == _rejected(expected)
+    a, b = _stats(data), _stats(expected)
+    assert a["extra"].pop("path") == "distributed" and b["extra"].pop("path") == "local"
+    assert a == b and set(a["rejected"]) == {"repeated_record", "exact_duplicate", "near_duplicate"}, a
+    assert _index_rows(data) == _index_rows(expected) and len(_index_rows(data)) == a["records_out"]
+    manifests = [json.loads((d / INDEX_DIR / MANIFEST).read_text()) for d in (data, expected)]
+    assert manifests[0]["settings"] == manifests[1]["settings"] and manifests[0]["against"] == manifests[1]["against"]
+    print(a["rejected"], a["extra"]["against"])
