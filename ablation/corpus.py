@@ -60,6 +60,8 @@ def seed_from(donor: str, target: str) -> list[str]:
         if not (os.path.isfile(state) and os.path.isdir(os.path.join(donor, out))):
             break
         _link_tree(os.path.join(donor, out), os.path.join(target, out))
+        if stage == "dedup" and os.path.isdir(os.path.join(donor, "dedup_index")):  # part of dedup's output
+            _link_tree(os.path.join(donor, "dedup_index"), os.path.join(target, "dedup_index"))
         rejected = os.path.join(donor, "rejected", f"stage={stage}")
         if os.path.isdir(rejected):
             _link_tree(rejected, os.path.join(target, "rejected", f"stage={stage}"))

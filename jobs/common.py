@@ -25,6 +25,11 @@ def parse_args(description: str, argv: list[str] | None = None,
         print(f"config error: {e}", file=sys.stderr)
         sys.exit(2)
     data = os.path.abspath(args.data)
+    for i, where in enumerate(cfg.dedup.against):
+        if where.rstrip("/") in (data, os.path.join(data, "dedup_index")):
+            print(f"config error: {args.config}: dedup.against[{i}]: {where} is this run's own --data folder; "
+                  "a corpus is deduplicated against earlier ones, not against itself", file=sys.stderr)
+            sys.exit(2)
     return (cfg, data, args.fresh) if fresh else (cfg, data)
 
 

@@ -1,13 +1,16 @@
 """Stage 1: read every source file into documents (HTML extraction for WARC). One work unit per
 file, or per byte range of a gzipped WARC/WET file bigger than `extract.split_bytes`, so one big
-file uses every core; each unit writes its own Parquet files (pipeline/run/units.py)."""
+file uses every core; each unit writes its own Parquet files (pipeline/run/units.py). A record read
+twice (the same id from two files) is kept once: a second, cheap phase moves the later copies to
+rejected/ (pipeline/extract/repeats.py); it runs only when there are some."""
 from __future__ import annotations
 
 import functools
 import time
 
 from pipeline.extract.batches import EXTRACT_ARROW, extract_batches
-from pipeline.run.runner import Runner, StageSpec
+from pipeline.extract.repeats import find_later_copies, resolve_unit, second_units
+from pipeline.run.runner import Runner, StageSpec, fingerprint
 from pipeline.extract.splits import plan_extract_units
 from pipeline.run.units import run_unit
 
@@ -31,8 +34,25 @@ def run(spark, cfg, data_dir: str, ctx=None):
     units = plan_extract_units(cfg)
     markers = ctx.run_units(units, functools.partial(extract_unit, extract_cfg=cfg.extract))
     files = len({u["path"] for u in units})
-    return ctx.commit("extracted", markers, t0,
-                      input_desc=f"{files} files in {len(units)} units ({', '.join(sorted(cfg.sources))})")
+    desc = f"{files} files in {len(units)} units ({', '.join(sorted(cfg.sources))})"
+    listed_twice = {p: n for s in cfg.sources.values() for p, n in s.listed_more_than_once.items()}
+    extra = {"inputs_listed_more_than_once": listed_twice} if listed_twice else {}
+    if listed_twice:
+        ctx.log(f"extract: {len(listed_twice)} input files matched more than one pattern of their source and "
+                f"were read once: {', '.join(sorted(listed_twice)[:3])}")
+    # a commit interrupted after its swap: what it swapped in was checked already
+    later = {} if ctx.committing else find_later_copies(spark, units, markers, ctx.dirs.out)
+    if not later:
+        return ctx.commit("extracted", markers, t0, input_desc=desc, extra=extra)
+    again = sum(len(v) for v in later.values())
+    ctx.log(f"extract: {again} records were read more than once (the same id from {len(later)} units); "
+            "the first copy of each is kept, the others rejected as repeated_record")
+    second = ctx.sub("repeats", fingerprint(ctx.fingerprint, sorted(later.items())))
+    markers = second.run_units(second_units(units, markers, ctx.dirs.out, ctx.dirs.rejected, later), resolve_unit)
+    stats = second.commit("extracted", markers, t0, input_desc=desc, extra=extra,
+                          units=(ctx.units_total, ctx.units_reused))
+    second.discard()
+    return stats
 
 
 SPEC = StageSpec("extract", "extracted", identity, run)

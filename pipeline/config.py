@@ -6,6 +6,7 @@ after an hour of extraction costs an hour.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ class SourceConfig:
     text_field: str = "text"
     id_field: str = "id"
     inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
+    # files matched by more than one pattern (overlapping globs, a path given twice): read once
+    listed_more_than_once: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -114,9 +117,12 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
             raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
         if value == "":
             raise ConfigError(f"{key}.{k}: expected a field name, got an empty string")
-    inputs = sorted({f.path: f for f in _match_inputs(key, spec.paths, base)}.values(), key=lambda f: f.path)
+    matched = _match_inputs(key, spec.paths, base)
+    inputs = sorted({f.path: f for f in matched}.values(), key=lambda f: f.path)
+    times = Counter(f.path for f in matched)
     return SourceConfig(name=name, format=spec.format, paths=spec.paths, files=[f.path for f in inputs],
-                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs)
+                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs,
+                        listed_more_than_once={p: n for p, n in sorted(times.items()) if n > 1})
 
 
 def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:
@@ -200,6 +206,26 @@ def _build_spark(raw: Any) -> dict[str, str]:
 SECTIONS = ("sources", "extract", "clean", "score", "dedup", "decontaminate", "tokenize", "spark")
 
 
+def _build_dedup(raw: Any, base: Path) -> DedupConfig:
+    """The dedup settings; every corpus of `against` is found and its index checked now (present, whole,
+    made with these settings), so a wrong one is a config error before Spark starts."""
+    cfg = build(DedupConfig, raw, "dedup")
+    if not cfg.against:
+        return cfg
+    from pipeline.dedup.index import IndexRefused, key_settings, open_index, resolve  # numpy, pyarrow: only then
+
+    cfg.against = [resolve(entry, base) for entry in cfg.against]
+    want = key_settings(cfg)
+    for i, where in enumerate(cfg.against):
+        if cfg.against.index(where) != i:
+            raise ConfigError(f"dedup.against[{i}]: {where} is listed twice; list each corpus once")
+        try:
+            open_index(where, want)
+        except IndexRefused as e:
+            raise ConfigError(f"dedup.against[{i}]: {e}") from None
+    return cfg
+
+
 def _build_clean(raw: Any, base: Path) -> CleanConfig:
     """The clean settings; a calibration table given as a file must exist and be one (read now, so a
     mistake is a config error before Spark starts). Its path becomes absolute, as source paths do."""
@@ -241,7 +267,7 @@ def parse_config(raw: Any, path: str = "<config>", base: Path | None = None) -> 
         # the settings first: a typo in dedup is reported before any object store is listed
         extract=build(ExtractConfig, raw.get("extract"), "extract"),
         clean=_build_clean(raw.get("clean"), base),
-        dedup=build(DedupConfig, raw.get("dedup"), "dedup"),
+        dedup=_build_dedup(raw.get("dedup"), base),
         tokenize=_build_tokenize(raw.get("tokenize"), base),
         spark=_build_spark(raw.get("spark")),
         sources={name: _build_source(name, src, base) for name, src in sources_raw.items()},

@@ -18,12 +18,16 @@ NEAR_DUPLICATE = "near_duplicate"
 SEMANTIC_DUPLICATE = "semantic_duplicate"
 DUPLICATE_REASONS = (EXACT_DUPLICATE, NEAR_DUPLICATE, SEMANTIC_DUPLICATE)
 
+# Why the extract stage drops a record read a second time (the same file under two names, overlapping
+# crawl segments): the same id as a kept document, so the same document; `duplicate_of` is that id.
+REPEATED_RECORD = "repeated_record"
+
 # Provenance and identity columns every document row carries.
 DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file"]
 
 # One row per record a stage reads: the document columns, then what happened to it and why.
 ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "status", "reason", "detail", "content_type", "charset", "http_status", "payload_bytes")
+            "status", "reason", "detail", "duplicate_of", "content_type", "charset", "http_status", "payload_bytes")
 
 
 def make_row(**fields) -> dict:

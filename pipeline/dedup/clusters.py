@@ -10,6 +10,9 @@ from typing import Iterable
 # id: all pairs let a document be checked against the very document it will be removed for.
 PAIRS_BUCKET = 20
 LOCAL_MAX_EDGES = 2_000_000
+# The quality a document of an earlier corpus ranks with (`dedup.against`): above every real score, so it is
+# always walked first and kept; its corpus is fixed, and a new document near it is the one removed.
+OLD_RANK = float("inf")
 
 
 def union_find(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:

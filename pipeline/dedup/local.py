@@ -4,16 +4,20 @@ functions, without its dozens of Spark jobs.
 
     scored/*.parquet ──read once──▶ one Arrow table
         ──sketch_arrays per 512 rows──▶ exact hashes, shingle-hash sets, LSH band keys (numpy)
+        ──against──▶ the rows of earlier corpora's indexes it can meet, their sketches as stored
+                     (pipeline/dedup/index.py, earlier.py): repeats of their records and exact copies
         ──exact──▶ per exact hash, the smallest id survives
         ──buckets──▶ (scope, band key) groups by one sort: all pairs of a group of up to
                      PAIRS_BUCKET, a star to the smallest id up to max_bucket, bigger ones counted
+                     (pairs of two old documents left out)
         ──verify──▶ exact Jaccard (or containment) of the two hash sets
-        ──keep_best_first──▶ components and survivors
+        ──keep_best_first──▶ components and survivors (old documents first: OLD_RANK)
         ──write──▶ dedup/ in `shards` files laid out as Spark's repartition(shards, "id") lays them
-                   out, sorted by id; rejected/stage=dedup/
+                   out, sorted by id; rejected/stage=dedup/; dedup_index/ for the kept documents
 
-Its memory is the input table plus 8 bytes per word: the caller uses it only below
-`dedup.local_max_bytes` of text. Plain Python, pyarrow and numpy (no Spark job): jobs/dedup.py runs it
+Its memory is the input table plus 8 bytes per word (and the old rows it can meet; the indexes are read a
+file at a time): the caller uses it only below `dedup.local_max_bytes` of new text, however big the
+earlier corpora. Plain Python, pyarrow and numpy (no Spark job): jobs/dedup.py runs it
 in one Spark task, so on a cluster it runs on an executor, not in the driver.
 """
 from __future__ import annotations
@@ -28,13 +32,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.dedup.clusters import PAIRS_BUCKET, keep_best_first
+from pipeline.dedup.clusters import OLD_RANK, PAIRS_BUCKET, keep_best_first
+from pipeline.dedup.earlier import against_info, earlier_marks, kept_index_rows, old_sketches
 from pipeline.dedup.exact import exact_hash
+from pipeline.dedup.index import IndexRef, finish, read_matching, write_parts, writing_dir
 from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
-from pipeline.run.runner import replace_dir
 from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
-from pipeline.run.units import text_bytes
+from pipeline.run.repeats import check_unique, repeated_values
+from pipeline.run.units import replace_dir, text_bytes
 
 BATCH = 512                   # rows per sketch call, as the distributed path's Arrow batches
 OURS = ("minhash_cluster",) + SKETCH_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
@@ -123,15 +129,19 @@ def candidate_pairs(rows: np.ndarray, id_rank: np.ndarray, scope: np.ndarray, ke
     return pairs, capped
 
 
-def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.ndarray, fp: Sketches, cfg
-                   ) -> tuple[dict[str, tuple[str, str | None]], dict]:
-    """(id -> (minhash_cluster, duplicate_of) for every document of a verified component, info)."""
+def near_decisions(ids: list[str], quality: list, live: np.ndarray, scope: np.ndarray, fp: Sketches, cfg,
+                   fixed_from: int | None = None) -> tuple[dict[str, tuple[str, str | None]], dict]:
+    """(id -> (minhash_cluster, duplicate_of) for every document of a verified component, info).
+    Rows from `fixed_from` on are documents of earlier corpora (quality OLD_RANK): never compared with each
+    other, only with this run's."""
     info = {"candidate_pairs": 0, "verified_pairs": 0, "components": 0, "capped_buckets": 0, "removed": 0,
             "cc_iterations": 0}
     id_rank = np.empty(len(ids), dtype=np.int64)
     id_rank[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
     rows = np.flatnonzero(live & fp.has_words)
     pairs, info["capped_buckets"] = candidate_pairs(rows, id_rank, scope, fp.keys, cfg.max_bucket)
+    if fixed_from is not None:
+        pairs = {(a, b) for a, b in pairs if a < fixed_from or b < fixed_from}
     info["candidate_pairs"] = len(pairs)
     if cfg.verify:
         similarity, off, values = MEASURES[cfg.measure], fp.offsets, fp.values
@@ -170,9 +180,12 @@ def input_text_bytes(files: list[str], limit: int | None = None) -> int:
     return total
 
 
-def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, near_cfg, shards: int) -> dict:
+def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, near_cfg, shards: int,
+                against: list[IndexRef] = (), index_to: str | None = None, settings: dict | None = None) -> dict:
     """Dedup the documents of `files` (the scored/ Parquet) into `out_dir` (kept, `shards` files) and
-    `rejected_dir`; both are replaced. Returns the counts the stage's stats need."""
+    `rejected_dir`; both are replaced. With `against`, documents of those earlier corpora win over this
+    run's (pipeline/dedup/index.py); with `index_to` (a DATA folder), the kept documents' keys are written
+    as its dedup_index/ under `settings`. Returns the counts the stage's stats need."""
     table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
     table = table.drop_columns([c for c in OURS if c in table.column_names])
     n = table.num_rows
@@ -190,29 +203,34 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     fp = _concat_sketches(parts) if near else None
     if near:
         hashes = fp.exact
+    sources = (pc.fill_null(table.column("source").cast(pa.string()), "").to_pylist() if "source" in table.column_names
+               else [""] * n)
 
     reason = [None] * n
     detail = [None] * n
     duplicate_of = [None] * n
     cluster = [None] * n
-    if exact:
-        for r, first in exact_survivors(ids, hashes).items():
-            reason[r], detail[r], duplicate_of[r] = EXACT_DUPLICATE, f"duplicate of {first}", first
     info: dict = {"exact": {}}
+    old = None
+    if against:
+        keys = fp.keys[fp.has_words].reshape(-1) if near else np.zeros(0, np.int64)
+        old = read_matching(list(against), set(ids), set(hashes), keys, near)
+        earlier_marks(ids, hashes, old, [r.where for r in against], exact, reason, detail, duplicate_of)
+        info["against"] = against_info(against)
+        old = old.filter(pc.invert(pc.is_in(old.column("id"), value_set=pa.array(ids, pa.string()))))
+    if exact:
+        rest = [r for r in range(n) if reason[r] is None]
+        for k, first in exact_survivors([ids[r] for r in rest], [hashes[r] for r in rest]).items():
+            r = rest[k]
+            reason[r], detail[r], duplicate_of[r] = EXACT_DUPLICATE, f"duplicate of {first}", first
     if near:
-        if near_cfg.scope == "source" and "source" in table.column_names:
-            scope_names = pc.fill_null(table.column("source").cast(pa.string()), "").to_pylist()
-        else:
-            scope_names = ["*"] * n
-        codes = {s: k for k, s in enumerate(sorted(set(scope_names)))}
-        scope = np.array([codes[s] for s in scope_names], dtype=np.int64)
-        quality = (table.column("quality_ft").cast(pa.float64()).to_pylist() if "quality_ft" in table.column_names
-                   else [None] * n)
         live = np.array([r is None for r in reason], dtype=bool)
-        decided, info["near"] = near_decisions(ids, quality, live, scope, fp, near_cfg)
+        decided, info["near"] = _near(ids, _quality(table, n), sources, live, fp, old, near_cfg)
         row_of = {x: r for r, x in enumerate(ids)}
         for x, (c, d) in decided.items():
-            r = row_of[x]
+            r = row_of.get(x)
+            if r is None:
+                continue  # a document of an earlier corpus: never rewritten
             cluster[r] = c
             if d is not None:
                 reason[r], duplicate_of[r] = NEAR_DUPLICATE, d
@@ -225,21 +243,53 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     kept_mask = pa.array([s == KEPT for s in status], pa.bool_())  # typed: an empty input is a valid input
     kept = rows.filter(kept_mask).drop_columns(list(BOOKKEEPING_COLUMNS))
     dropped = rows.filter(pc.invert(kept_mask))
+    if pc.count_distinct(kept.column("id")).as_py() != kept.num_rows:  # one id, one row
+        check_unique("dedup", repeated_values(kept.column("id")), f"its output {out_dir}")
 
     kept_ids = kept.column("id").to_pylist()
     part = spark_partition_of(kept_ids, shards)
     order = sorted(range(len(kept_ids)), key=lambda i: (part[i], kept_ids[i]))
     kept = kept.take(pa.array(order, pa.int64()))
     bounds = np.searchsorted(part[order], np.arange(shards + 1)) if order else np.zeros(shards + 1, np.int64)
-    files_out = [(f"part-{p:05d}.zstd.parquet", kept.slice(int(bounds[p]), int(bounds[p + 1] - bounds[p])))
-                 for p in range(shards) if bounds[p + 1] > bounds[p]] or [("part-00000.zstd.parquet", kept)]
-    _write_folder(out_dir, files_out)
+    spans = [(f"part-{p:05d}.zstd.parquet", int(bounds[p]), int(bounds[p + 1]))
+             for p in range(shards) if bounds[p + 1] > bounds[p]] or [("part-00000.zstd.parquet", 0, 0)]
+    _write_folder(out_dir, [(name, kept.slice(lo, hi - lo)) for name, lo, hi in spans])
     dropped_ids = dropped.column("id").to_pylist()
     dropped = dropped.take(pa.array(sorted(range(len(dropped_ids)), key=dropped_ids.__getitem__), pa.int64()))
     _write_folder(rejected_dir, [("part-00000.zstd.parquet", dropped)])
+    if index_to is not None:  # the kept documents' keys, in the dedup/ files' layout and order
+        index = kept_index_rows([r for r in range(n) if status[r] == KEPT], ids, sources, hashes, fp)
+        index = index.take(pa.array(order, pa.int64()))
+        tmp = writing_dir(index_to)
+        shutil.rmtree(tmp, ignore_errors=True)
+        write_parts(tmp, [(name, index.slice(lo, hi - lo)) for name, lo, hi in spans])
+        finish(tmp, index_to, settings, list(against))
 
     return {"records_in": n, "bytes_in": text_bytes(table), "records_out": kept.num_rows, "bytes_out": text_bytes(kept),
             "rejected": dict(sorted(Counter(x for x in reason if x is not None).items())), "info": info}
+
+
+def _near(ids: list[str], quality: list, sources: list[str], live: np.ndarray, fp: Sketches, old: pa.Table | None,
+          cfg) -> tuple[dict, dict]:
+    """`near_decisions` over this run's documents and, when given, the rows of earlier corpora they may meet
+    (`read_matching`), appended after them and ranked first (OLD_RANK)."""
+    fixed_from = None
+    if old is not None and old.num_rows:
+        fixed_from = len(ids)
+        ids = ids + old.column("id").to_pylist()
+        quality = quality + [OLD_RANK] * old.num_rows
+        sources = sources + pc.fill_null(old.column("source"), "").to_pylist()
+        live = np.concatenate([live, np.ones(old.num_rows, dtype=bool)])
+        fp = _concat_sketches([fp, old_sketches(old, cfg.bands)])
+    names = sources if cfg.scope == "source" else ["*"] * len(ids)
+    codes = {s: k for k, s in enumerate(sorted(set(names)))}
+    scope = np.array([codes[s] for s in names], dtype=np.int64)
+    return near_decisions(ids, quality, live, scope, fp, cfg, fixed_from)
+
+
+def _quality(table: pa.Table, n: int) -> list:
+    return (table.column("quality_ft").cast(pa.float64()).to_pylist() if "quality_ft" in table.column_names
+            else [None] * n)
 
 
 def _write_folder(folder: str, files: list[tuple[str, pa.Table]]) -> None:

@@ -136,19 +136,22 @@ def near_marks(spark: SparkSession, fp: DataFrame, cfg: NearDedupConfig,
 
     # 1. Band rows → buckets → candidate edges, with both ends' quality: every pair of a small
     # bucket, a star to the smallest id in a bigger one (n - 1 edges instead of n(n - 1) / 2).
+    # Documents of earlier corpora (`_old`, pipeline/dedup/against.py) are only compared with this run's.
+    old = F.col("_old") if "_old" in fp.columns else F.lit(False)
     bucket = Window.partitionBy("_scope", "band")
-    members = (fp.select("id", "_scope", "_q", F.explode("bands").alias("band"))
+    members = (fp.select("id", "_scope", "_q", old.alias("_old"), F.explode("bands").alias("band"))
                  .withColumn("_size", F.count(F.lit(1)).over(bucket))
                  .withColumn("_head", F.min("id").over(bucket))
                  .withColumn("_head_q", F.min_by("_q", "id").over(bucket))
+                 .withColumn("_head_old", F.min_by("_old", "id").over(bucket))
                  .where(F.col("_size") > 1))
-    small = members.where(F.col("_size") <= PAIRS_BUCKET).select("_scope", "band", "id", "_q")
+    small = members.where(F.col("_size") <= PAIRS_BUCKET).select("_scope", "band", "id", "_q", "_old")
     pairs = (small.alias("a").join(small.alias("b"), ["_scope", "band"])
-                  .where(F.col("a.id") < F.col("b.id"))
+                  .where((F.col("a.id") < F.col("b.id")) & ~(F.col("a._old") & F.col("b._old")))
                   .select(F.col("a.id").alias("src"), F.col("b.id").alias("dst"),
                           F.col("a._q").alias("q_src"), F.col("b._q").alias("q_dst")))
     stars = (members.where((F.col("_size") > PAIRS_BUCKET) & (F.col("_size") <= cfg.max_bucket)
-                           & (F.col("id") != F.col("_head")))
+                           & (F.col("id") != F.col("_head")) & ~(F.col("_old") & F.col("_head_old")))
                     .select(F.col("_head").alias("src"), F.col("id").alias("dst"),
                             F.col("_head_q").alias("q_src"), F.col("_q").alias("q_dst")))
     # one row (dst null) per bucket over max_bucket rides along, so that one job counts both

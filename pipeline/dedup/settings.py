@@ -77,3 +77,14 @@ class DedupConfig:
                                    why="one task holds the whole input: beyond 1 GiB use the distributed path")
     near: NearDedupConfig = field(default_factory=NearDedupConfig)          # MinHash LSH
     semantic: SemanticDedupConfig = field(default_factory=SemanticDedupConfig)  # SemDeDup
+    # Corpora already built (DATA folders of `make clean-dedup`, or their dedup_index/ folders, local or
+    # s3://): this run's documents that repeat one of theirs are rejected with duplicate_of naming the old
+    # document; theirs are never rewritten (pipeline/dedup/index.py, docs/incremental-dedup.md).
+    against: list[str] = setting(default_factory=list, check=lambda v: None if all(v) else "an empty path")
+
+    def check(self) -> str | None:
+        if self.against and self.semantic.enabled:
+            return ("against: semantic dedup cannot run against earlier corpora (its k-means clusters are made "
+                    "over one run's documents, so a new crawl's clusters would not be the full run's): set "
+                    "dedup.semantic.enabled: false here, or deduplicate the corpora together from scratch")
+        return None

@@ -25,7 +25,8 @@ from typing import Callable
 
 from pipeline.run.progress import Reporter, progress_line, spark_tasks_line
 from pipeline.run.stats import StageStats, load_stats, top_reasons
-from pipeline.run.units import UnitDirs, finished_units, write_json_atomic
+from pipeline.run.repeats import LOCAL_MAX_ROWS, check_unique, repeated_ids
+from pipeline.run.units import UnitDirs, finished_units, parquet_files, replace_dir, write_json_atomic
 
 STATE_DIR = "_state"
 WORK_DIR = "_work"
@@ -77,19 +78,6 @@ def input_fingerprint(data_dir: str, previous_stage: str, previous_output: str) 
     return fingerprint(path_identity(os.path.join(data_dir, previous_output)))
 
 
-def replace_dir(src: str, dst: str) -> None:
-    """Swap a finished folder into place; the old one is removed only after the new one is there."""
-    if not os.path.exists(src):
-        return  # already moved by an earlier, interrupted commit
-    old = dst.rstrip("/") + ".__old"
-    shutil.rmtree(old, ignore_errors=True)
-    if os.path.exists(dst):
-        os.rename(dst, old)
-    os.makedirs(os.path.dirname(dst), exist_ok=True)
-    os.rename(src, dst)
-    shutil.rmtree(old, ignore_errors=True)
-
-
 def emptied_line(stats: StageStats) -> str:
     """What the log says when a stage drops every document it got: the later stages still run, on an
     empty input, and write empty outputs and their stats."""
@@ -134,14 +122,18 @@ class StageContext:
         return StageContext(self.spark, self.stage, self.data_dir, fp, phase=phase, log=self.log)
 
     @property
+    def committing(self) -> bool:
+        """A commit began (its folders may be in place already): the units' files may be gone, their markers stand."""
+        return os.path.exists(os.path.join(self.dirs.work, COMMITTING))
+
+    @property
     def label(self) -> str:
         return self.stage + (f" {self.phase}" if self.phase else "")
 
     def run_units(self, units: list[dict], fn: Callable[[dict, UnitDirs, str], dict]) -> list[dict]:
         """Run `fn(unit, dirs, fingerprint) -> marker` for every unit not finished earlier, one Spark
         task per unit, and return every unit's marker (small: counts only, never documents)."""
-        committing = os.path.exists(os.path.join(self.dirs.work, COMMITTING))
-        done = finished_units(self.dirs, self.fingerprint, require_output=not committing)
+        done = finished_units(self.dirs, self.fingerprint, require_output=not self.committing)
         names = {u["name"] for u in units}
         todo = [u for u in units if u["name"] not in done]
         self.units_total, self.units_reused = len(units), len(names & set(done))
@@ -210,12 +202,24 @@ class StageContext:
         total, reused = units or (self.units_total, self.units_reused)
         stats.extra = {**(extra or {}), "units": total, "units_reused": reused}
         stats.check()
+        self.check_unique_ids(stats.records_out)
         open(os.path.join(self.dirs.work, COMMITTING), "w").close()
         replace_dir(self.dirs.out, os.path.join(self.data_dir, output))
         replace_dir(self.dirs.rejected, os.path.join(self.data_dir, "rejected", f"stage={self.stage}"))
         stats.wall_s = round(time.time() - t0, 2)
         stats.write(self.data_dir)
         return stats
+
+    def check_unique_ids(self, rows: int) -> None:
+        """One id, one row (pipeline/run/repeats.py) in the kept files about to be committed: read in this
+        process when they are few, by a Spark job otherwise."""
+        files = parquet_files(self.dirs.out)
+        if rows <= LOCAL_MAX_ROWS:
+            repeated = repeated_ids(files)
+        else:
+            from pipeline.run.spark import repeated_ids_spark
+            repeated = repeated_ids_spark(self.spark, files)
+        check_unique(self.stage, repeated, f"its output ({self.dirs.out})")
 
     def discard(self) -> None:
         shutil.rmtree(self.dirs.work, ignore_errors=True)
@@ -229,6 +233,7 @@ class StageSpec:
     run: Callable            # (spark, cfg, data_dir, ctx) -> StageStats
     previous: tuple[str, str] | None = None  # (stage, output folder) it reads
     units: bool = True       # False: the stage is one unit (rerun whole after a crash)
+    also_writes: tuple[str, ...] = ()  # other folders of its output (a finished stage without them reruns)
 
 
 class Runner:
@@ -269,8 +274,9 @@ class Runner:
         fp = self.stage_fingerprint(spec)
         state = read_state(self.data_dir, spec.name)
         stats_file = os.path.join(self.data_dir, "stats", f"{spec.name}.json")
-        if (not force and state and state.get("fingerprint") == fp and os.path.isdir(os.path.join(self.data_dir, spec.output))
-                and os.path.exists(stats_file)):
+        outputs = (spec.output, *spec.also_writes)
+        if (not force and state and state.get("fingerprint") == fp and os.path.exists(stats_file)
+                and all(os.path.isdir(os.path.join(self.data_dir, o)) for o in outputs)):
             self.log(f"{spec.name}: finished earlier with the same inputs and config; skipped "
                      f"({os.path.join(self.data_dir, spec.output)}, stats/{spec.name}.json)")
             outcome = StageOutcome(load_stats(self.data_dir, spec.name), "skipped",

@@ -9,10 +9,11 @@ import sys
 import time
 
 from pyspark import SparkConf, StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.rows import KEPT, UNREADABLE
+from pipeline.run.repeats import EXAMPLES, check_unique
 from pipeline.run.stats import AccountingError, StageStats
 
 # Settings every run gets; a config's `spark:` section and spark-submit --conf override them.
@@ -87,8 +88,8 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
                  t0: float, input_desc: str, records_in: int | None = None, bytes_in: int | None = None,
                  shards: int | None = None, extra: dict | None = None) -> StageStats:
     """Split a stage's rows into kept documents and rejected/unreadable records, write both, and
-    check the books: every input record must come out as exactly one row, and the kept Parquet on
-    disk must hold as many rows as were counted kept, or the stage fails.
+    check the books: every input record must come out as exactly one row, no two kept rows may share
+    an id, and the kept Parquet on disk must hold as many rows as were counted kept, or the stage fails.
 
     `records_in` is counted on the stage's input by the caller; the extract stage, whose input is
     files, passes None and every row it produced (one per record seen) counts as an input."""
@@ -100,7 +101,9 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
         size = F.coalesce(F.col("payload_bytes"), F.lit(0)) if records_in is None else text_bytes()
         counts = rows.groupBy("status", "reason").agg(
             F.count(F.lit(1)).alias("n"), F.sum(size).alias("size"),
-            F.sum(text_bytes()).alias("text_bytes")).collect()
+            F.sum(text_bytes()).alias("text_bytes"), F.count_distinct("id").alias("ids")).collect()
+        if any(r["status"] == KEPT and r["ids"] != r["n"] for r in counts):  # one id, one row
+            check_unique_ids_df(stage, rows.filter(F.col("status") == KEPT), f"its output {out_path}")
         # Columns that only describe a drop (why, duplicate of what) stay with the rejected rows.
         kept = rows.filter(F.col("status") == KEPT).drop("status", "reason", "detail", "duplicate_of")
         if shards:
@@ -134,3 +137,47 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
     stats.check()
     stats.write(data_dir)
     return stats
+
+
+# ---- one id, one row at a size one process should not hold (pipeline/run/repeats.py does it below) ----------
+
+def _ids_of_files(spark: SparkSession, files: list[str]) -> DataFrame:
+    """(id, input_file, f: the file's place in `files`, r: the row's place in its file). Files are matched by
+    name (unit files are named uniquely in their folder), as Spark shows paths as URIs."""
+    names = spark.createDataFrame([(os.path.basename(p), k) for k, p in enumerate(files)], "name string, f int")
+    df = spark.read.parquet(*files)
+    origin = F.col("input_file").cast("string") if "input_file" in df.columns else F.lit(None).cast("string")
+    rows = df.select(F.col("id").cast("string").alias("id"), origin.alias("input_file"),
+                     F.element_at(F.split("_metadata.file_path", "/"), -1).alias("name"),
+                     F.col("_metadata.row_index").alias("r"))
+    return rows.join(F.broadcast(names), "name").drop("name")
+
+
+def later_copies_spark(spark: SparkSession, files: list[str]) -> dict[str, list[tuple[int, str, str | None]]]:
+    """`later_copies` of pipeline/run/repeats.py as a Spark job: only the later copies reach the driver."""
+    if not files:
+        return {}
+    order = Window.partitionBy("id").orderBy("f", "r")
+    rows = (_ids_of_files(spark, files)
+            .withColumn("_n", F.row_number().over(order))
+            .withColumn("_origin", F.first("input_file").over(order))
+            .where(F.col("_n") > 1).select("f", "r", "id", "_origin").collect())
+    out: dict[str, list[tuple[int, str, str | None]]] = {}
+    for row in rows:
+        out.setdefault(files[row["f"]], []).append((int(row["r"]), row["id"], row["_origin"]))
+    return {f: sorted(v) for f, v in out.items()}
+
+
+def repeated_ids_spark(spark: SparkSession, files: list[str], limit: int = EXAMPLES) -> dict[str, int]:
+    """A few ids that occur in more than one row of `files` (empty: one id, one row)."""
+    if not files:
+        return {}
+    found = (spark.read.parquet(*files).groupBy("id").count().where(F.col("count") > 1)
+             .orderBy("id").limit(limit).collect())
+    return {r["id"]: int(r["count"]) for r in found}
+
+
+def check_unique_ids_df(stage: str, kept: DataFrame, where: str) -> None:
+    """The same check on a DataFrame of kept rows (the distributed dedup path, before it writes)."""
+    found = kept.groupBy("id").count().where(F.col("count") > 1).orderBy("id").limit(EXAMPLES).collect()
+    check_unique(stage, {r["id"]: int(r["count"]) for r in found}, where)

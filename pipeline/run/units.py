@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 import uuid
 from typing import Callable, Iterator
@@ -210,3 +211,16 @@ def parquet_unit(path: str, transform_factory: Callable[[pa.Schema], tuple[Calla
     counts: dict = {"records_in": 0, "bytes_in": 0}
     return run_unit(unit, fn(parquet_batches(path, counts)), out_schema, dirs, fingerprint,
                     input_counts=counts)
+
+
+def replace_dir(src: str, dst: str) -> None:
+    """Swap a finished folder into place; the old one is removed only after the new one is there."""
+    if not os.path.exists(src):
+        return  # already moved by an earlier, interrupted commit
+    old = dst.rstrip("/") + ".__old"
+    shutil.rmtree(old, ignore_errors=True)
+    if os.path.exists(dst):
+        os.rename(dst, old)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    os.rename(src, dst)
+    shutil.rmtree(old, ignore_errors=True)
