@@ -13,11 +13,44 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import shutil
+import tempfile
 from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import Iterator
 
-LISTS_DIR = Path(__file__).resolve().parent / "lists"
+
+def _unpacked(root, dest: Path) -> None:
+    for item in root.iterdir():
+        if item.is_dir():
+            (dest / item.name).mkdir()
+            _unpacked(item, dest / item.name)
+        else:
+            (dest / item.name).write_bytes(item.read_bytes())
+
+
+def _lists_dir() -> Path:
+    """The built-in lists as a folder. Under spark-submit the package is imported from build/pipeline.zip, where
+    they are zip members: unpack them once per machine into a temporary folder named by their checksums."""
+    here = Path(__file__).resolve().parent / "lists"
+    if here.is_dir():
+        return here
+    root = resources.files(__package__) / "lists"
+    tag = hashlib.sha256((root / "CHECKSUMS").read_bytes()).hexdigest()[:16]
+    dest = Path(tempfile.gettempdir()) / f"glassbox-lists-{tag}"
+    if not dest.is_dir():
+        work = Path(tempfile.mkdtemp(prefix=dest.name + ".", dir=dest.parent))
+        _unpacked(root, work)
+        try:
+            os.rename(work, dest)        # atomic: another process may have won the race, then use its copy
+        except OSError:
+            shutil.rmtree(work, ignore_errors=True)
+    return dest
+
+
+LISTS_DIR = _lists_dir()
 CHECKSUMS = LISTS_DIR / "CHECKSUMS"
 
 
