@@ -13,6 +13,7 @@ from typing import Any
 from glassbox.schema import ConfigError, build, load_file, setting, unknown_key
 from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import DedupConfig
+from pipeline.extract.engines import ENGINES
 from pipeline.extract.settings import ExtractConfig
 from pipeline.score.settings import ScoreConfig
 from pipeline.tokenize.settings import Benchmark, DecontamConfig, TokenizeConfig
@@ -32,6 +33,7 @@ class SourceConfig:
     text_field: str = "text"
     id_field: str = "id"
     inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
+    engine: str | None = None  # this source's HTML extractor; None: extract.engine
 
 
 @dataclass
@@ -89,6 +91,7 @@ class SourceSpec:
     paths: list[str] = setting(default_factory=list, check=_non_empty)   # files or glob patterns, local or URLs
     text_field: str | None = None     # jsonl/parquet: which field holds the text (default text)
     id_field: str | None = None       # ... and which the record's own id (default id), kept as source_id
+    engine: str | None = setting(None, choices=ENGINES)  # warc/wet: this source's extractor (default extract.engine)
 
 
 @dataclass
@@ -114,9 +117,13 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
             raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
         if value == "":
             raise ConfigError(f"{key}.{k}: expected a field name, got an empty string")
+    if spec.engine is not None and spec.format not in ("warc", "wet"):
+        raise ConfigError(f"{key}.engine: only warc and wet sources hold HTML to extract; remove it "
+                          f"(a {spec.format} source's text is read as it is)")
     inputs = sorted({f.path: f for f in _match_inputs(key, spec.paths, base)}.values(), key=lambda f: f.path)
     return SourceConfig(name=name, format=spec.format, paths=spec.paths, files=[f.path for f in inputs],
-                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs)
+                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs,
+                        engine=spec.engine)
 
 
 def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:

@@ -9,7 +9,8 @@ import pytest
 import once
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the checkout, or wherever GLASSBOX_SHARED_DATA says (a worktree kept elsewhere)
+SHARED_DATA = Path(os.environ.get("GLASSBOX_SHARED_DATA") or REPO.parent / "shared" / "data")
 FIXTURES = REPO / "tests" / "fixtures"
 
 
