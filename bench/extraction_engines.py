@@ -191,10 +191,10 @@ def main() -> None:
         print("| set | pages | trafilatura | resiliparse | either (union) | union gain over trafilatura |")
         print("|---|---|---|---|---|---|")
         for label, u in result["union"].items():
-            gain = u["chars_union"] / max(1, u["chars_trafilatura"]) - 1
+            gain = (f"{u['chars_union'] / u['chars_trafilatura'] - 1:+.1%}" if u["chars_trafilatura"] else "-")
             print(f"| {label} | {u['pages']} | {u['kept_trafilatura']} ({u['chars_trafilatura']:,}) | "
                   f"{u['kept_resiliparse']} ({u['chars_resiliparse']:,}) | {u['kept_union']} "
-                  f"({u['chars_union']:,}) | {u['kept_union'] - u['kept_trafilatura']:+d} pages, {gain:+.1%} chars |")
+                  f"({u['chars_union']:,}) | {u['kept_union'] - u['kept_trafilatura']:+d} pages, {gain} chars |")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwritten {args.out}")
