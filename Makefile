@@ -352,10 +352,16 @@ evaluate: setup
 #   make ablate SPEC=examples/ablate/demo.yaml
 #   make demo-ablate        the bundled sample plus planted spam: heuristics on, off, and a null control
 SPEC ?=
-.PHONY: ablate demo-ablate
+.PHONY: ablate demo-ablate ablate-engines
 ablate: setup
 	$(if $(SPEC),,$(error make ablate needs SPEC=<ablation spec>, e.g. SPEC=examples/ablate/demo.yaml))
 	$(SPARK_ENV) $(GLASSBOX) ablate $(SPEC)
+
+# Does the extractor matter? trafilatura, resiliparse and their union on the same 720 real pages, proxies
+# at an equal token budget scored on held-out English and Chinese prose (docs/extraction.md).
+ablate-engines: setup
+	$(PY) examples/make_engine_crawl.py data/ablate-engines/crawl
+	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/engines.yaml
 
 demo-ablate: setup
 	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800

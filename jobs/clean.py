@@ -8,7 +8,7 @@ import time
 
 import pyarrow as pa
 
-from pipeline.clean.batches import clean_columns, clean_partition
+from pipeline.clean.batches import clean_partition, clean_schema
 from pipeline.clean.langid import default_model_path
 from pipeline.clean.languages import load_table
 from pipeline.run.runner import Runner, StageSpec, path_identity
@@ -23,8 +23,7 @@ def identity(cfg) -> dict:
 
 def clean_unit(unit: dict, dirs, fp: str, clean_cfg, model: str) -> dict:
     def transform(schema: pa.Schema):
-        out = pa.schema(list(schema) + [pa.field(n, t) for n, _, t in clean_columns()])
-        return clean_partition(clean_cfg, model, schema), out
+        return clean_partition(clean_cfg, model, schema), clean_schema(schema)
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
 

@@ -19,6 +19,7 @@ def identity(cfg) -> dict:
     """What the stage's result depends on: the settings and every input file's size and version."""
     return {"extract": cfg.extract,
             "sources": [[name, s.format, s.text_field, s.id_field, [[f.path, f.size, f.version] for f in s.inputs]]
+                        + ([s.engine] if s.engine else [])  # as before where no source names its engine
                         for name, s in sorted(cfg.sources.items())]}
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from glassbox.schema import ConfigError, build, load_file, setting, unknown_key
 from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import DedupConfig
+from pipeline.extract.engines import ENGINES
 from pipeline.extract.settings import ExtractConfig
 from pipeline.score.settings import ScoreConfig
 from pipeline.tokenize.settings import Benchmark, DecontamConfig, TokenizeConfig
@@ -35,6 +36,7 @@ class SourceConfig:
     inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
     # files matched by more than one pattern (overlapping globs, a path given twice): read once
     listed_more_than_once: dict[str, int] = field(default_factory=dict)
+    engine: str | None = None  # this source's HTML extractor; None: extract.engine
 
 
 @dataclass
@@ -92,6 +94,7 @@ class SourceSpec:
     paths: list[str] = setting(default_factory=list, check=_non_empty)   # files or glob patterns, local or URLs
     text_field: str | None = None     # jsonl/parquet: which field holds the text (default text)
     id_field: str | None = None       # ... and which the record's own id (default id), kept as source_id
+    engine: str | None = setting(None, choices=ENGINES)  # warc/wet: this source's extractor (default extract.engine)
 
 
 @dataclass
@@ -117,12 +120,16 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
             raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
         if value == "":
             raise ConfigError(f"{key}.{k}: expected a field name, got an empty string")
+    if spec.engine is not None and spec.format not in ("warc", "wet"):
+        raise ConfigError(f"{key}.engine: only warc and wet sources hold HTML to extract; remove it "
+                          f"(a {spec.format} source's text is read as it is)")
     matched = _match_inputs(key, spec.paths, base)
     inputs = sorted({f.path: f for f in matched}.values(), key=lambda f: f.path)
     times = Counter(f.path for f in matched)
     return SourceConfig(name=name, format=spec.format, paths=spec.paths, files=[f.path for f in inputs],
                         text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs,
-                        listed_more_than_once={p: n for p, n in sorted(times.items()) if n > 1})
+                        listed_more_than_once={p: n for p, n in sorted(times.items()) if n > 1},
+                        engine=spec.engine)
 
 
 def _build_benchmark(i: int, raw: Any, base: Path) -> Benchmark:

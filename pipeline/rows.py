@@ -25,9 +25,16 @@ REPEATED_RECORD = "repeated_record"
 # Provenance and identity columns every document row carries.
 DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file"]
 
+# Which extractor wrote a web document's text (pipeline/extract/engines.py; null for text that came
+# extracted), and, with `extract.engine: union`, the second extractor's text of the same page: the clean
+# stage keeps the first of the two that passes its rules and drops this column (pipeline/clean/union.py).
+ENGINE = "engine"
+TEXT_ALT = "text_alt"
+
 # One row per record a stage reads: the document columns, then what happened to it and why.
 ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "status", "reason", "detail", "duplicate_of", "content_type", "charset", "http_status", "payload_bytes")
+            "status", "reason", "detail", "duplicate_of", "content_type", "charset", "http_status", "payload_bytes",
+            ENGINE, TEXT_ALT)
 
 
 def make_row(**fields) -> dict:

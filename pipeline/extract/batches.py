@@ -18,12 +18,13 @@ ROWS_PER_BATCH = 128
 
 
 def read_source_file(path: str, source: str, fmt: str, extract_cfg, text_field: str = "text",
-                     id_field: str = "id", start: int = 0, end: int | None = None) -> Iterator[dict]:
+                     id_field: str = "id", start: int = 0, end: int | None = None,
+                     engine: str | None = None) -> Iterator[dict]:
     """Rows for one input file (or, for a gzipped WARC/WET, the byte range [start, end) of one),
-    whatever its format."""
+    whatever its format; `engine` is the source's HTML extractor (default extract.engine)."""
     if fmt in ("warc", "wet"):
         from pipeline.extract.html import extract_file
-        yield from extract_file(path, source, fmt, extract_cfg, start, end)
+        yield from extract_file(path, source, fmt, extract_cfg, start, end, engine)
     elif fmt == "jsonl":
         yield from read_jsonl(path, source, text_field, id_field)
     elif fmt == "parquet":
@@ -39,7 +40,7 @@ def extract_batches(unit: dict, extract_cfg) -> Iterator[pa.RecordBatch]:
     rows = []
     for row in read_source_file(unit["path"], unit["source"], unit["format"], extract_cfg,
                                 unit.get("text_field") or "text", unit.get("id_field") or "id",
-                                unit.get("start", 0), unit.get("end")):
+                                unit.get("start", 0), unit.get("end"), unit.get("engine")):
         rows.append(row)
         if len(rows) >= ROWS_PER_BATCH:
             yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)

@@ -1,7 +1,9 @@
-"""Per-record HTML -> main text (trafilatura), and the per-file driver: one row per record.
+"""Per-record HTML -> main text (the engines of pipeline/extract/engines.py), and the per-file driver:
+one row per record.
 
 Every record of a file becomes exactly one row: `kept` with text, `rejected` with a reason, or
-`unreadable` (damaged bytes, reason from the reader). Nothing in one record can stop the file.
+`unreadable` (damaged bytes, reason from the reader). Nothing in one record can stop the file. The
+row's `engine` says which extractor wrote its text; with `union`, `text_alt` holds the second one's.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Iterator
 from pipeline.read.charset import decode_html, looks_binary
 from pipeline.read.ids import doc_id
 from pipeline.rows import KEPT, REJECTED, UNREADABLE, make_row
+from pipeline.extract.engines import EXTRACTORS, TRAFILATURA, UNION, UNION_ORDER, trafilatura_kwargs
 from pipeline.extract.settings import ExtractConfig
 from pipeline.read.storage import basename, open_input
 from pipeline.read.warc import Record, Unreadable, iter_records
@@ -29,7 +32,7 @@ _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body")
 
 
 class ExtractionTimeout(Exception):
-    """trafilatura ran past ExtractConfig.timeout_s on one document."""
+    """An extractor ran past ExtractConfig.timeout_s on one document."""
 
 
 class _Deadline(TimeoutError):
@@ -68,20 +71,41 @@ def _with_deadline(fn, timeout_s: float):
     return result
 
 
-def trafilatura_kwargs(cfg: ExtractConfig) -> dict:
-    """The keyword arguments extract_html passes to trafilatura.extract (besides html and url)."""
-    return dict(output_format="txt", favor_precision=cfg.favor_precision,
-                include_tables=cfg.include_tables, include_comments=cfg.include_comments,
-                deduplicate=cfg.deduplicate, include_images=False, include_links=False,
-                with_metadata=False)
+__all__ = ["ExtractionTimeout", "extract_html", "extract_file", "trafilatura_kwargs"]
 
 
-def extract_html(html: str, url: str | None, cfg: ExtractConfig) -> str | None:
-    """Main text of one HTML page as plain text, or None. Raises ExtractionTimeout."""
-    import trafilatura  # here, not at module level: the config check imports this module too
+def extract_html(html: str, url: str | None, cfg: ExtractConfig, engine: str = TRAFILATURA) -> str | None:
+    """Main text of one HTML page as plain text by one engine, or None. Raises ExtractionTimeout."""
+    extractor = EXTRACTORS[engine]
+    return _with_deadline(lambda: extractor(html, url, cfg), cfg.timeout_s)
 
-    kwargs = trafilatura_kwargs(cfg)
-    return _with_deadline(lambda: trafilatura.extract(html, url=url, **kwargs), cfg.timeout_s)
+
+def _main_text(html: str, url: str | None, cfg: ExtractConfig, engine: str) -> tuple:
+    """-> (text, reason, detail) of one engine; reason None means kept."""
+    try:
+        text = extract_html(html, url, cfg, engine)
+    except ExtractionTimeout as e:
+        return None, "extraction_timeout", str(e)
+    except Exception as e:  # one page must never kill the file
+        return None, "extraction_error", f"{type(e).__name__}: {e}"[:200]
+    text = (text or "").strip()
+    if len(text) < max(cfg.min_text_chars, 1):
+        return None, "no_main_text", None
+    return text, None, None
+
+
+def _union_text(html: str, url: str | None, cfg: ExtractConfig) -> tuple:
+    """-> (text, text_alt, engine, reason, detail): the first engine's text with the second's beside it,
+    or the second's alone when the first found none; rejected only when neither found text."""
+    first, second = UNION_ORDER
+    text, reason, detail = _main_text(html, url, cfg, first)
+    alt, alt_reason, alt_detail = _main_text(html, url, cfg, second)
+    if text is not None:
+        return text, alt, first, None, None
+    if alt is not None:
+        return alt, None, second, None, None
+    why = f"{second}: {alt_reason}" + (f" ({alt_detail})" if alt_detail else "")
+    return None, None, None, reason, (f"{detail}; {why}" if detail else why)[:200]
 
 
 def looks_like_html(payload: bytes) -> bool:
@@ -99,58 +123,55 @@ def _unreadable_row(source: str, path: str, u: Unreadable) -> dict:
     return _row(source, path, id=ident, status=UNREADABLE, reason=u.reason, detail=u.detail[:200])
 
 
-def _judge_html(rec: Record, cfg: ExtractConfig) -> tuple:
-    """-> (text, charset, reason, detail); reason None means kept."""
+def _judge_html(rec: Record, cfg: ExtractConfig, engine: str) -> tuple:
+    """-> (text, text_alt, engine, charset, reason, detail); reason None means kept."""
     if rec.http_status is not None and not 200 <= rec.http_status < 300:
-        return None, None, "http_status", str(rec.http_status)
+        return None, None, None, None, "http_status", str(rec.http_status)
     mime = (rec.content_type or "").split(";", 1)[0].strip().lower()
     if mime not in HTML_TYPES and mime not in _SNIFF_TYPES:
-        return None, None, "not_html", mime[:100]
+        return None, None, None, None, "not_html", mime[:100]
     if rec.payload_too_large:
-        return None, None, "payload_too_large", f"{rec.payload_bytes} bytes"
+        return None, None, None, None, "payload_too_large", f"{rec.payload_bytes} bytes"
     payload = rec.payload
     if not payload or not payload.strip():
-        return None, None, "empty_payload", None
+        return None, None, None, None, "empty_payload", None
     if looks_binary(payload):
-        return None, None, "binary_payload", None
+        return None, None, None, None, "binary_payload", None
     if mime not in HTML_TYPES and not looks_like_html(payload):
-        return None, None, "not_html", mime or "no content-type, does not look like HTML"
+        return None, None, None, None, "not_html", mime or "no content-type, does not look like HTML"
     decoded = decode_html(payload, rec.content_type)
     if decoded is None:
-        return None, None, "undecodable", None
+        return None, None, None, None, "undecodable", None
     html, charset = decoded
-    try:
-        text = extract_html(html, rec.url, cfg)
-    except ExtractionTimeout as e:
-        return None, charset, "extraction_timeout", str(e)
-    except Exception as e:  # one page must never kill the file
-        return None, charset, "extraction_error", f"{type(e).__name__}: {e}"[:200]
-    text = (text or "").strip()
-    if len(text) < max(cfg.min_text_chars, 1):
-        return None, charset, "no_main_text", None
-    return text, charset, None, None
+    if engine == UNION:
+        text, alt, used, reason, detail = _union_text(html, rec.url, cfg)
+        return text, alt, used, charset, reason, detail
+    text, reason, detail = _main_text(html, rec.url, cfg, engine)
+    return text, None, engine if text is not None else None, charset, reason, detail
 
 
-def _judge_text(rec: Record, cfg: ExtractConfig) -> tuple:
-    """WET conversion records: the text is already extracted."""
+def _judge_text(rec: Record, cfg: ExtractConfig, engine: str) -> tuple:
+    """WET conversion records: the text is already extracted (no engine ran)."""
     if rec.payload_too_large:
-        return None, None, "payload_too_large", f"{rec.payload_bytes} bytes"
+        return None, None, None, None, "payload_too_large", f"{rec.payload_bytes} bytes"
     if not rec.payload:
-        return None, None, "empty_payload", None
+        return None, None, None, None, "empty_payload", None
     text = rec.payload.decode("utf-8", errors="replace").strip()
     if len(text) < max(cfg.min_text_chars, 1):
-        return None, "utf-8", "no_main_text", None
-    return text, "utf-8", None, None
+        return None, None, None, "utf-8", "no_main_text", None
+    return text, None, None, "utf-8", None, None
 
 
 def extract_file(path: str, source: str, fmt: str, cfg: ExtractConfig, start: int = 0,
-                 end: int | None = None) -> Iterator[dict]:
+                 end: int | None = None, engine: str | None = None) -> Iterator[dict]:
     """One row per record of a WARC/ARC ('warc') or WET ('wet') file, or of the byte range
     [start, end) of a gzipped one (see pipeline.read.warc); see ROW_KEYS.
 
     Records are routed by their type: `conversion` records carry text (WET), `response` and
     `resource` records carry HTML to extract. `fmt` says what the source is expected to hold.
+    `engine` (default `cfg.engine`) is the source's extractor (pipeline/extract/engines.py).
     """
+    engine = engine or cfg.engine
     if fmt not in ("warc", "wet"):
         raise ValueError(f"extract_file: fmt must be 'warc' or 'wet', got {fmt!r}")
     try:
@@ -166,13 +187,13 @@ def extract_file(path: str, source: str, fmt: str, cfg: ExtractConfig, start: in
                 continue
             judge = _judge_text if item.record_type == "conversion" else _judge_html
             try:
-                text, charset, reason, detail = judge(item, cfg)
+                text, alt, used, charset, reason, detail = judge(item, cfg, engine)
             except Exception as e:  # a bug on one odd record must not cost the rest of the file
-                text, charset, reason, detail = (None, None, "extraction_error",
-                                                 f"{type(e).__name__}: {e}"[:200])
+                text, alt, used, charset, reason, detail = (None, None, None, None, "extraction_error",
+                                                            f"{type(e).__name__}: {e}"[:200])
             ident = doc_id(source, item.warc_record_id or "", item.url or "", item.warc_date or "",
                            content=item.payload or b"")
-            yield _row(source, path, id=ident, text=text, url=item.url,
+            yield _row(source, path, id=ident, text=text, text_alt=alt, engine=used, url=item.url,
                        warc_record_id=item.warc_record_id, warc_date=item.warc_date,
                        status=KEPT if reason is None else REJECTED, reason=reason, detail=detail,
                        content_type=item.content_type, charset=charset,

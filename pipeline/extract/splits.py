@@ -19,7 +19,8 @@ def plan_extract_units(cfg) -> list[dict]:
     for name, src in sorted(cfg.sources.items()):
         for f in src.inputs:
             common = {"path": f.path, "source": name, "format": src.format,
-                      "text_field": src.text_field, "id_field": src.id_field}
+                      "text_field": src.text_field, "id_field": src.id_field,
+                      "engine": src.engine or cfg.extract.engine}
             if src.format in SPLITTABLE and f.path.endswith(".gz") and f.size > split:
                 n = -(-f.size // split)  # ranges of equal size, none over `split`
                 starts = [i * f.size // n for i in range(n)]

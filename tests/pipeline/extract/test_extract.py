@@ -1,8 +1,7 @@
-"""Extraction: quality on the AEB pages, one row per record with a reason, stable ids."""
+"""Extraction: one row per record with a reason, stable ids (quality per engine: test_engines.py)."""
 import gzip
 import io
 import json
-import re
 import shutil
 import threading
 import time
@@ -15,7 +14,6 @@ from warcio.warcwriter import WARCWriter
 
 import trafilatura
 from conftest import SHARED_DATA, SHARED_SKIP
-from pipeline.read.charset import decode_html
 from pipeline.extract.html import ExtractConfig, ExtractionTimeout, extract_file, extract_html
 from pipeline.rows import ROW_KEYS
 
@@ -23,42 +21,11 @@ SHARED = SHARED_DATA
 AEB = SHARED / "extraction" / "aeb"
 WARC = SHARED / "warc"
 CFG = ExtractConfig()
-_TOKEN = re.compile(r"\w+")
 
 
 def _need(path: Path):
     if not path.exists():
         pytest.skip(f"{SHARED_SKIP}: {path}")
-
-
-def _token_f1(truth: str, pred: str | None) -> float:
-    """Bag-of-words F1 over \\w+ tokens (the AEB tokenizer), one page."""
-    t, p = Counter(_TOKEN.findall(truth)), Counter(_TOKEN.findall(pred or ""))
-    if not t and not p:
-        return 1.0
-    tp = sum((t & p).values())
-    if tp == 0:
-        return 0.0
-    precision, recall = tp / sum(p.values()), tp / sum(t.values())
-    return 2 * precision * recall / (precision + recall)
-
-
-def test_aeb_token_f1():
-    _need(AEB / "ground-truth.json")
-    truth = json.loads((AEB / "ground-truth.json").read_text(encoding="utf-8"))
-    scores = []
-    start = time.perf_counter()
-    for key, item in sorted(truth.items()):
-        raw = gzip.decompress((AEB / "html" / f"{key}.html.gz").read_bytes())
-        decoded = decode_html(raw, "text/html")
-        assert decoded is not None, key
-        scores.append(_token_f1(item["articleBody"], extract_html(decoded[0], item.get("url"), CFG)))
-    elapsed = time.perf_counter() - start
-    mean = sum(scores) / len(scores)
-    print(f"\nAEB: {len(scores)} pages, mean token F1 {mean:.4f}, "
-          f"{len(scores) / elapsed:.1f} docs/s")
-    assert len(scores) == 91
-    assert mean >= 0.93
 
 
 # ---------------------------------------------------------------------------------------------
