@@ -73,14 +73,20 @@ def script_locale(ch: str) -> str | None:
     return None
 
 
-def _segment(run: str, lang: str | None) -> list[str]:
-    """Word segments of a run that holds unspaced characters (punctuation-only segments dropped)."""
+def _run_locale(run: str, lang: str | None) -> str | None:
+    """The ICU locale that segments a run holding unspaced characters (None: ICU's root rules)."""
     first = _UNSPACED.search(run)
     loc = script_locale(first.group()) if first else None
     if loc == "zh" and _KANA.search(run):
         loc = "ja"
     if lang in SEGMENTED_LANGUAGES and loc in ("zh", "ja") and lang in ("zh", "ja"):
         loc = lang  # kanji-only runs of a Japanese text are segmented as Japanese
+    return loc
+
+
+def _segment(run: str, lang: str | None) -> list[str]:
+    """Word segments of a run that holds unspaced characters (punctuation-only segments dropped)."""
+    loc = _run_locale(run, lang)
     if loc == "bo":
         return [s for s in _TIBETAN_BREAK.split(run) if _WORDLIKE.search(s)]
     from icu4py.breakers import WordBreaker  # imported on first unspaced text only
@@ -113,6 +119,26 @@ def tokens(text: str, lang: str | None = None) -> tuple[list[str], int]:
 def words(text: str, lang: str | None = None) -> list[str]:
     """The words of a text as the heuristics count them (lower-cased, punctuation stripped)."""
     return tokens(text, lang)[0]
+
+
+# every character that is neither a word character nor a space: a mark of its own in `segments`
+_MARK = re.compile(r"([^\w\s])")
+
+
+def segments(text: str, lang: str | None = None) -> list[str]:
+    """Words and punctuation marks of a text, lower-cased, in reading order: what a classifier reads
+    (pipeline/score/quality.py). A text without unspaced characters is split at whitespace with every
+    punctuation mark a token of its own ("word, word" and "word , word" agree); a text with them is cut
+    whole by ICU's word break iterator (one pass: a Chinese clause between two commas is not a call of
+    its own), its whitespace dropped and its marks kept."""
+    lower = text.lower()
+    if not has_unspaced(lower):
+        return _MARK.sub(r" \1 ", lower).split()
+    loc = _run_locale(lower, lang)
+    if loc == "bo":
+        return [s for s in _TIBETAN_BREAK.split(lower) if s]
+    from icu4py.breakers import WordBreaker
+    return [s for s in WordBreaker(lower, loc or "root") if not s.isspace()]
 
 
 class _UnitTable(dict):
