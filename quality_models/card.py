@@ -42,6 +42,9 @@ def render(f: dict) -> str:
                      "| input | class | chunks | p25 | median | p75 | share ≥ 0.5 |\n|---|---|---|---|---|---|---|\n"
                      + _input_rows(f["described"]) + "\n")
     about = "".join(f"- {line}\n" for line in f["about"])
+    inputs = "".join(f"  --{k} " + " ".join(f"'{x}'" for x in v) + " \\\n" for k, v in f["inputs"].items() if v)
+    if f["labels"]:
+        inputs += f"  --labels {f['labels']['file']} --threshold {f['labels']['threshold']:g} \\\n"
     return f"""# Model card: fastText quality classifier `{Path(f['model']).name}` ({langs})
 
 Scores how much a document reads like the positives below: P(`{HQ_LABEL}`), computed by
@@ -78,6 +81,13 @@ Left out of training, by reason:
 
 Every chunk passes through `pipeline.score.quality.preprocess` (NFKC, then the words and punctuation marks of the
 word layer, pipeline/clean/words.py: Chinese, Japanese and Thai segmented by ICU), the function the scorer applies.
+
+Rebuilt by `make quality-models` for the defaults; any model by the same command with its inputs:
+
+```
+glassbox train-classifier --lang {langs.replace(', ', ' ')} --seed {f['seed']} --holdout {f['holdout']:g} \\
+{inputs}  --out {f['model']}
+```
 
 ## Parameters
 

@@ -164,7 +164,7 @@ def read_input(spec: InputSpec, skipped: Counter) -> list[Doc]:
 
 def _passes(row: dict, spec: InputSpec, skipped: Counter) -> bool:
     o = spec.options
-    if "source" in o and row.get("source") is not None and row.get("source") != o["source"]:
+    if "source" in o and row.get("source") != o["source"]:
         skipped[f"{spec.name}: source is not {o['source']}"] += 1
         return False
     if "lang" in o and row.get("lang") is not None and row.get("lang") != o["lang"]:

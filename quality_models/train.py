@@ -144,6 +144,13 @@ def display(path) -> str:
     return p.name
 
 
+def shown(arg: str) -> str:
+    """An input as the card shows it: its path made relative (display), its options as given."""
+    spec = parse_spec(arg)
+    opts = ",".join(f"{k}={v}" for k, v in spec.options.items())
+    return display(spec.path) + (f":{opts}" if opts else "")
+
+
 def files_table(docs: list[Doc], role: str, used: dict[str, int]) -> list[dict]:
     per_file: dict[str, dict] = {}
     for d in docs:
@@ -204,6 +211,7 @@ def train(args) -> dict:
         described = by_input(items, score_examples(clf, items))
     used = Counter(e.input for e in data.train)
     return {
+        "inputs": {k: [shown(x) for x in getattr(args, k)] for k in ("positives", "negatives", "describe")},
         "model": display(out), "model_bytes": out.stat().st_size, "model_sha256": sha256_file(out),
         "languages": langs, "vocabulary_words": len(clf.load().get_words()),
         "fasttext_version": _version("fasttext"), "seed": args.seed, "holdout": args.holdout,

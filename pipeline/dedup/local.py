@@ -33,7 +33,7 @@ from pipeline.dedup.exact import exact_hash
 from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
 from pipeline.run.runner import replace_dir
-from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
+from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED, quality_column
 from pipeline.run.units import text_bytes
 
 BATCH = 512                   # rows per sketch call, as the distributed path's Arrow batches
@@ -206,8 +206,8 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
             scope_names = ["*"] * n
         codes = {s: k for k, s in enumerate(sorted(set(scope_names)))}
         scope = np.array([codes[s] for s in scope_names], dtype=np.int64)
-        quality = (table.column("quality_ft").cast(pa.float64()).to_pylist() if "quality_ft" in table.column_names
-                   else [None] * n)
+        q_col = quality_column(table.column_names)
+        quality = table.column(q_col).cast(pa.float64()).to_pylist() if q_col else [None] * n
         live = np.array([r is None for r in reason], dtype=bool)
         decided, info["near"] = near_decisions(ids, quality, live, scope, fp, near_cfg)
         row_of = {x: r for r, x in enumerate(ids)}

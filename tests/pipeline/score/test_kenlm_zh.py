@@ -13,7 +13,7 @@ from conftest import REPO, shared
 from pipeline.score.batches import decide_score_partition, score_partition
 from pipeline.score.perplexity import available_languages, get_scorer, normalize_for_lm
 from pipeline.score.distributions import distributions
-from pipeline.score.settings import ScoreConfig
+from pipeline.score.settings import ClassifierSpec, ScoreConfig
 from quality_models import train_kenlm
 
 DEFAULT = REPO / "quality_models" / "default"
@@ -98,13 +98,20 @@ def test_score_stage_gives_chinese_documents_a_bucket(heldout, spam):
     langs = ["zh"] * (len(prose) + len(spam)) + ["en", "ja", "zh"]
     batch = pa.RecordBatch.from_pydict({
         "id": [f"d{i}" for i in range(len(texts))], "source": ["web"] * len(texts), "text": texts, "lang": langs})
-    cfg = ScoreConfig(fasttext_model=str(DEFAULT / "quality_ft.ftz"), kenlm_dir=str(DEFAULT))
+    cfg = ScoreConfig(classifiers=[ClassifierSpec(str(DEFAULT / "quality_en.ftz"), ["en"], "quality_en"),
+                                   ClassifierSpec(str(DEFAULT / "quality_zh.ftz"), ["zh"], "quality_zh")],
+                      kenlm_dir=str(DEFAULT))
     scored = pa.Table.from_batches(list(score_partition(cfg, batch.schema)(iter([batch]))))
     ppl = scored.column("perplexity").to_pylist()
     assert all(p is not None for p in ppl[:len(prose) + len(spam)])
     assert ppl[-3] is not None and ppl[-2] is None and ppl[-1] is None  # en scored; ja no model; empty zh
+    # each language its own classifier: zh rows in quality_zh, the en row in quality_en, quality is either
+    q, q_zh, q_en = (scored.column(c).to_pylist() for c in ("quality", "quality_zh", "quality_en"))
+    assert q[:len(prose) + len(spam)] == q_zh[:len(prose) + len(spam)] and all(q_en[i] is None for i in range(len(prose)))
+    assert q[-3] == q_en[-3] is not None and q_zh[-3] is None and q[-2] is None and q[-1] is None
+    assert statistics.median(q[:len(prose)]) > 0.5 > statistics.median(q[len(prose):len(prose) + len(spam)])
 
-    rows, cutoffs = distributions(scored.select(["lang", "source", "quality_ft", "perplexity"]), 0.3, 0.6)
+    rows, cutoffs = distributions(scored.select(["lang", "source", "quality", "perplexity"]), 0.3, 0.6)
     assert set(cutoffs) == {"en", "zh"}
     zh_row = next(r for r in rows if r["lang"] == "zh" and r["source"] == "*")
     assert zh_row["perplexity_scored"] == len(prose) + len(spam)
