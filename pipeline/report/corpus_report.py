@@ -531,7 +531,7 @@ def build_page(data: Path, n_samples: int = 3) -> str:
               '<h2 id="reasons-h">Every reason, with counts per source</h2>', _reason_table(reasons),
               '<h2 id="scores-h">Score distributions</h2>',
               '<p class="muted">quality: the probability of reference-quality text from the fastText classifier of '
-              "the document's language (score.classifiers); perplexity: KenLM, '
+              "the document's language (score.classifiers); perplexity: KenLM, "
               "lower is closer to the reference text; both per language and source, over every scored document "
               "(scored/).</p>"]
     parts.append(_img(charts["scores"], "score distributions", "scores") if charts["scores"] else
