@@ -29,6 +29,16 @@ def write(path: Path, texts: list[str]) -> None:
     print(f"{path}: {len(texts)} documents, {sum(map(len, texts)):,} characters")
 
 
+def train_lines(facts: dict, root: Path = Path(".")) -> list[str]:
+    """Every non-empty line of the works a classifier trained on (its positives less its held-out works), in input
+    order; input paths are relative to `root`."""
+    skipped: Counter = Counter()
+    return [line.strip() for arg in facts["inputs"]["positives"]
+            for d in read_input(parse_spec(str(root / arg)), skipped)
+            if not (d.group and held_out(d.group, facts["seed"], facts["holdout"]))
+            for line in d.text.splitlines() if line.strip()]
+
+
 def pages_warc(root: Path, out: Path) -> None:
     """Every crawled page under `root` (the extraction benchmarks' raw HTML: news, blogs, shops, forums) as a
     response record, in sorted order, so the pipeline extracts them as it would a crawl."""
@@ -47,7 +57,10 @@ def pages_warc(root: Path, out: Path) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--card", required=True, help="a classifier's facts (.json beside its model)")
-    ap.add_argument("--out", required=True, type=Path)
+    ap.add_argument("--out", type=Path, help="folder of the held-out files, one per input")
+    ap.add_argument("--train-lines", type=Path, metavar="FILE",
+                    help="write the lines of the positives' trained (not held-out) works, one paragraph a line: "
+                         "the text of a perplexity model that leaves the same works out")
     ap.add_argument("--extra", nargs="*", default=[], metavar="NAME=FILE", help="JSONL(.gz) kept whole")
     ap.add_argument("--pages", type=Path, help="a folder of crawled HTML pages (*.html.gz, */source.html), ...")
     ap.add_argument("--pages-warc", type=Path, help="... written as one WARC, a web source of the ablation's base")
@@ -57,6 +70,13 @@ def main(argv=None) -> int:
     facts = json.loads(Path(a.card).read_text(encoding="utf-8"))
     seed, fraction, langs = facts["seed"], facts["holdout"], facts["languages"]
     skipped: Counter = Counter()
+    if a.train_lines:
+        lines = train_lines(facts)
+        a.train_lines.parent.mkdir(parents=True, exist_ok=True)
+        a.train_lines.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        print(f"{a.train_lines}: {len(lines)} lines of trained works, {sum(map(len, lines)):,} characters")
+    if not a.out:
+        return 0
     try:
         for role in ("positives", "negatives"):
             for arg in facts["inputs"][role]:
