@@ -17,7 +17,7 @@ import threading
 import unicodedata
 from pathlib import Path
 
-from pipeline.clean.words import segments
+from pipeline.clean.words import segment_lines
 from pipeline.models import ModelError, fasttext_labels, load_fasttext
 
 HQ_LABEL = "__label__hq"
@@ -41,8 +41,7 @@ def preprocess(text: str, lang: str | None = None) -> str:
     fold to their ordinary forms), then per line the words and punctuation marks of the word layer,
     lower-cased, one space between them and NEWLINE between lines (blank lines dropped). `lang` picks the
     segmenter where a script serves several languages (kanji as Japanese for ja)."""
-    lines = (" ".join(segments(line, lang)) for line in unicodedata.normalize("NFKC", text).splitlines())
-    return f" {NEWLINE} ".join(line for line in lines if line)
+    return f" {NEWLINE} ".join(" ".join(line) for line in segment_lines(unicodedata.normalize("NFKC", text), lang))
 
 
 def check_labels(path: str | os.PathLike) -> None:

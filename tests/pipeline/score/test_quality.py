@@ -90,6 +90,10 @@ def test_one_preprocessing_path_through_the_word_layer():
     # Chinese is segmented into words by ICU (not one token per clause), full-width forms folded by NFKC
     assert preprocess("我们在北京大学学习。ＡＢＣ１２３", "zh") == "我们 在 北京 大学 学习 。 abc123"
     assert "\n" not in preprocess("a\nb\r\nc") and preprocess("") == "" and preprocess(" \n ") == ""
+    # a page of both scripts: each line as the word layer cuts it alone (ICU once for all its Chinese lines)
+    mixed = "Intro line, here\n我们在北京大学学习。\n\nsecond: line\n他们  在上海。"
+    assert preprocess(mixed, "zh") == (f"intro line , here {NEWLINE} 我们 在 北京 大学 学习 。 {NEWLINE} second : line "
+                                       f"{NEWLINE} 他们 在 上海 。")
 
 
 def test_empty_text_is_none_and_order_is_kept():
