@@ -1,14 +1,17 @@
 """Benchmark: the score stage's speed per byte with one quality classifier against two, side by side on the same
 files (issue 32: two classifiers at no less than 0.8 x the per-byte speed of one).
 
-    python bench/score.py [--data data/sample] [--min-mb 2] [--rounds 3] [--width 2] [--stage]
+    python bench/score.py [--data data/sample] [--min-mb 2] [--rounds 3] [--width 2] [--stage] [--baseline-tree DIR]
 
 Reads the cleaned documents of a pipeline run (`make demo` makes data/sample: English and Chinese). Record level,
 in one process: the score stage's own batch function (pipeline/score/batches.py: classifiers, then KenLM) over the
 same Arrow batch, repeated up to --min-mb of text, with `one` (English only, as before per-language models: other
 languages unscored) and `two` (English and Chinese) classifier configs, alternated --rounds times; and each model
 alone. With --stage, jobs/score.py on Spark local[width] with each config, twice each (the first warms the JVM).
-Results in build/bench/score.json; the ratio is two / one in MB/s, median and range over rounds.
+With --baseline-tree (a checkout of an earlier commit's pipeline/, glassbox/ and quality_models/default/, e.g.
+`git archive 275eff9 pipeline glassbox quality_models/default | tar -x -C build/main-tree`), that tree's score batch
+function with its default config against this tree's `two`, each round in two fresh processes in alternating order.
+Results in build/bench/score.json; a ratio is two / one (or / baseline) in MB/s, median and range over rounds.
 """
 from __future__ import annotations
 
@@ -50,6 +53,50 @@ def record_level(batch: pa.RecordBatch, name: str) -> float:
     return time.perf_counter() - t0
 
 
+# One timing of a tree's own score batch function with its own config classes, in a fresh process.
+_CHILD = r"""
+import json, os, sys, time
+from pathlib import Path
+tree, data, min_mb, own = str(Path(sys.argv[1]).resolve()), sys.argv[2], float(sys.argv[3]), sys.argv[4] == "own"
+sys.path.insert(0, tree); os.chdir(tree)
+import pyarrow as pa, pyarrow.dataset as ds
+from pipeline.config import parse_config
+from pipeline.score.batches import score_partition
+t = ds.dataset(data, format="parquet").to_table(columns=["id", "source", "text", "lang"])
+mb1 = sum(len(x.encode()) for x in t.column("text").to_pylist()) / 1e6
+batch = pa.concat_tables([t] * (int(min_mb / max(mb1, 1e-9)) + 1)).combine_chunks().to_batches()[0]
+score = {} if own else {"classifiers": json.loads(sys.argv[5])}
+cfg = parse_config({"sources": {"x": {"format": "text", "paths": ["pipeline/__init__.py"]}}, "score": score},
+                   base=Path(tree))
+list(score_partition(cfg.score, batch.schema)(iter([batch.slice(0, 40)])))
+t0 = time.perf_counter()
+list(score_partition(cfg.score, batch.schema)(iter([batch])))
+mb = sum(len(x.encode()) for x in batch.column("text").to_pylist()) / 1e6
+print(json.dumps(mb / (time.perf_counter() - t0)))
+"""
+
+
+def against_baseline(tree: Path, cleaned: Path, rounds: int, min_mb: float) -> dict:
+    import subprocess
+
+    def one(which: str) -> float:
+        root = tree if which == "baseline" else REPO
+        args = [sys.executable, "-c", _CHILD, str(root), str(cleaned.resolve()), str(min_mb),
+                "own" if which == "baseline" else "two", json.dumps(CONFIGS["two"])]
+        r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+        if r.returncode:
+            sys.exit(f"{which} run failed:\n{r.stderr[-2000:]}")
+        return round(json.loads(r.stdout.strip().splitlines()[-1]), 3)
+
+    got = {"baseline": [], "two": []}
+    for k in range(rounds):
+        for which in (("baseline", "two") if k % 2 == 0 else ("two", "baseline")):
+            got[which].append(one(which))
+    ratios = [t / b for b, t in zip(got["baseline"], got["two"])]
+    return {"mb_per_s": got, "ratio_two_over_baseline": {"median": round(statistics.median(ratios), 3),
+                                                         "min": round(min(ratios), 3), "max": round(max(ratios), 3)}}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=REPO / "data" / "sample")
@@ -57,6 +104,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--width", type=int, default=2)
     ap.add_argument("--stage", action="store_true", help="also time jobs/score.py on Spark with each config")
+    ap.add_argument("--baseline-tree", type=Path, help="an earlier commit's tree to time against (see above)")
     args = ap.parse_args()
     cleaned = args.data / "cleaned"
     if not cleaned.exists():
@@ -86,11 +134,15 @@ def main() -> None:
         clf.predict_proba(sub, [lang] * len(sub))
         alone[f"classifier_{lang}_mb_per_s"] = round(sum(len(t.encode()) for t in sub) / 1e6 /
                                                      (time.perf_counter() - t0), 2)
-    result = {"documents": len(texts), "mb_text": round(mb, 2), "byte_share": {k: round(v, 3) for k, v in share.items()},
+    result = {"documents": len(texts), "mb_text": round(mb, 2),
+              "byte_share": {k: round(v, 3) for k, v in share.items()},
               "record_level_mb_per_s": rounds, "ratio_two_over_one": {
                   "median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
                   "max": round(max(ratios), 3)}, **alone}
 
+    if args.baseline_tree:
+        result["baseline"] = {"tree": str(args.baseline_tree), **against_baseline(args.baseline_tree, cleaned,
+                                                                                  args.rounds, args.min_mb)}
     if args.stage:
         os.environ["SPARK_MASTER"] = f"local[{args.width}]"
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -9,10 +9,10 @@ immortal-autumn/Chinese-Web-Content-Extraction-Dataset's cleaned/ folder at 99d0
 place). Every output is gzipped JSONL without a timestamp, so a rebuild is byte-identical.
 
 - Prose, one file per language and kind: the documents of ../shared/data/prose (the half of the set this project
-  holds), `id`, `text`, `source`, `license`, `url_or_path` as given, the text cut at a line or sentence end after 3,000
-  characters (1,500 for classical Chinese) (a classifier reads paragraphs; the copy stays small). Chinese science (CSL: its rights are the set's
-  most doubtful) is not copied; classical Chinese is copied for the card's table only (docs/quality.md says why it
-  is not a positive).
+  holds), `id`, `text`, `source`, `license`, `url_or_path` as given, the text cut at a line or sentence end after
+  3,000 characters, 1,500 for classical Chinese (a classifier reads paragraphs; the copy stays small). Chinese
+  science (CSL: its rights are the set's most doubtful) is not copied; classical Chinese is copied for the card's
+  table only (docs/quality.md says why it is not a positive).
 - Web: each upstream file's documents are split in two by a hash of their URL (or id): one half is the classifiers'
   negatives (quality_models/data/web), the other the base corpus of the ablations (examples/ablate/web), so a
   filter is never measured on pages its classifier was trained against.

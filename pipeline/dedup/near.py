@@ -205,8 +205,8 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
         return apply_marks(docs, None), {"candidate_pairs": 0, "verified_pairs": 0, "components": 0,
                                          "capped_buckets": 0, "removed": 0, "cc_iterations": 0}
     live = docs.where(F.col("status") == KEPT) if "status" in docs.columns else docs
-    fp = sketch_rows(live.select(F.col("id").cast("string").alias("id"), *[c for c in ("source", quality_column(live.columns), "text")
-                                                                                 if c in live.columns]), cfg)
+    keep = [c for c in ("source", quality_column(live.columns), "text") if c in live.columns]
+    fp = sketch_rows(live.select(F.col("id").cast("string").alias("id"), *keep), cfg)
     fp = fp.persist(StorageLevel.DISK_ONLY)  # read by the buckets and the verification
     try:
         found, info = near_marks(spark, fp, cfg, local_max_edges)
