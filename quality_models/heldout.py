@@ -41,7 +41,8 @@ def train_lines(facts: dict, root: Path = Path(".")) -> list[str]:
 
 def pages_warc(root: Path, out: Path) -> None:
     """Every crawled page under `root` (the extraction benchmarks' raw HTML: news, blogs, shops, forums) as a
-    response record, in sorted order, so the pipeline extracts them as it would a crawl."""
+    response record, in sorted order, so the pipeline extracts them as it would a crawl; record ids from the URLs, so
+    a rewritten file gives the same document ids (the random drop of an ablation draws on them)."""
     import gzip
 
     from pipeline.read.warc_writer import write_html_warc
@@ -50,7 +51,7 @@ def pages_warc(root: Path, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     n = write_html_warc(str(out), ((f"https://pages.example/{p.relative_to(root).as_posix()}",
                                    gzip.decompress(p.read_bytes()) if p.suffix == ".gz" else p.read_bytes(),
-                                   "2024-01-01T00:00:00Z") for p in pages))
+                                   "2024-01-01T00:00:00Z") for p in pages), stable_ids=True)
     print(f"{out}: {n} pages")
 
 
