@@ -129,6 +129,7 @@ def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
     assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow   # about 35 s: the held-out files of both classifiers and the WARC of 650 crawled pages
 def test_the_quality_specs_check():
     """examples/ablate/quality-{en,zh}.yaml, with the files `make ablate-quality-data` writes (the held-out prose of
     the default classifiers, the crawled pages of ../shared/data/extraction, the Chinese science abstracts)."""
