@@ -30,10 +30,26 @@ endif
 
 KENLM_BIN := build/kenlm/bin/lmplz build/kenlm/bin/build_binary
 KENLM_TEXT ?= quality_models/data/wikitext-2-valid.txt
-QUALITY_FT := quality_models/default/quality_ft.ftz
-QUALITY_FT_POS ?= quality_models/data/wikitext-2-valid.txt
-QUALITY_FT_NEG ?= examples/sample/resiliparse-cc-excerpt.warc.gz examples/sample/dolma-sample-0000.warc.gz \
-  examples/sample/IAH-urls-wget.warc.gz examples/sample/whirlwind.warc.gz examples/sample/jsonl/dolma-cc-documents-000.json.gz
+# The default quality classifiers (docs/quality.md): reference prose of seven kinds against web text, per language,
+# from the copies in quality_models/data (NOTICE); `make quality-models` rebuilds them byte for byte.
+PROSE := quality_models/data/prose
+WEB := quality_models/data/web
+# each web input with its licence (examples/NOTICE, quality_models/data/NOTICE); prose rows carry their own
+CC_TERMS := Common Crawl terms of use
+QUALITY_POS_EN ?= $(foreach k,government howto literature news science technical textbook,$(PROSE)/en/$(k).jsonl.gz:lang=en)
+QUALITY_NEG_EN ?= "$(WEB)/cc2019-dolma.jsonl.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0" \
+  "examples/sample/resiliparse-cc-excerpt.warc.gz:license=$(CC_TERMS); chatnoir-eu/chatnoir-resiliparse Apache-2.0" \
+  "examples/sample/dolma-sample-0000.warc.gz:license=allenai/dolma Apache-2.0" \
+  "examples/sample/IAH-urls-wget.warc.gz:license=iipc/webarchive-commons Apache-2.0" \
+  "examples/sample/whirlwind.warc.gz:license=$(CC_TERMS); commoncrawl/whirlwind-python Apache-2.0" \
+  "examples/sample/jsonl/dolma-cc-documents-000.json.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0"
+QUALITY_POS_ZH ?= $(foreach k,encyclopedic howto legal technical textbook,$(PROSE)/zh/$(k).jsonl.gz:lang=zh)
+QUALITY_NEG_ZH ?= "$(WEB)/flagdata-cc-zh.jsonl.gz:license=$(CC_TERMS); FlagOpen/FlagData Apache-2.0" \
+  "$(WEB)/flagdata-zhihu-qa.jsonl.gz:license=Zhihu posts; FlagOpen/FlagData Apache-2.0" \
+  "$(WEB)/zh-extraction-pages.jsonl.gz:license=immortal-autumn/Chinese-Web-Content-Extraction-Dataset MIT" \
+  "$(WEB)/cc2019-dolma.jsonl.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0" \
+  "examples/sample/resiliparse-cc-excerpt.warc.gz:license=$(CC_TERMS); chatnoir-eu/chatnoir-resiliparse Apache-2.0"
+TRAIN_CLASSIFIER = $(PY) -m quality_models.train --seed 0
 
 .PHONY: setup demo test test-fast spark-submit-command clean-dedup bench bench-e2e bench-peers bench-dedup clean kenlm quality-models spark-cluster spark-cluster-stop tokenize mix
 
@@ -76,24 +92,50 @@ $(KENLM_BIN): quality_models/build_kenlm.sh | $(VENV)/.setup-done
 	PIP=$(CURDIR)/$(VENV)/bin/pip quality_models/build_kenlm.sh
 
 # Retrain the default quality models (committed under quality_models/default) from bundled text;
-# point KENLM_TEXT, KENLM_TEXT_ZH, QUALITY_FT_POS or QUALITY_FT_NEG at your own data to train yours.
-# zh: Universal Dependencies sentences (quality_models/data/NOTICE); its card also measures real Chinese
-# prose, lingua's test sentences from ../shared/data (evaluation only; that row is left out when absent).
-KENLM_TEXT_ZH ?= quality_models/data/zh-ud-gsdsimp-dev.txt quality_models/data/zh-ud-pud-test.txt
+# point KENLM_TEXT, KENLM_TEXT_ZH or the QUALITY_POS_* / QUALITY_NEG_* lists at your own data to train yours.
+# zh KenLM: the lines of the Chinese prose works the zh classifier trained on (its held-out works stay out, so the
+# bench measures both on text neither saw: docs/quality.md) and the Universal Dependencies sentences
+# (quality_models/data/NOTICE); its card also measures lingua's test sentences from ../shared/data when present.
+KENLM_ZH_PROSE := build/kenlm-text/zh-prose.txt
+KENLM_TEXT_ZH ?= $(KENLM_ZH_PROSE) quality_models/data/zh-ud-gsdsimp-dev.txt quality_models/data/zh-ud-pud-test.txt
 KENLM_PROSE_ZH ?= ../shared/data/langid/lingua/sentences/zh.txt
-KENLM_ZH_CARD = --data-license "CC BY-SA 4.0 (UD Chinese GSDSimp) and CC BY-SA 3.0 (UD Chinese PUD); the model: CC BY-SA 4.0" \
-  --note "1,500 sentences: the pieces are mostly single characters and absolute perplexities are high; rank with it, within zh." \
-  --note "PUD (two thirds) is in traditional characters, GSDSimp in simplified: both are covered, neither well." \
+KENLM_ZH_CARD = --data-license "prose: per document (quality_models/data/NOTICE: Apache-2.0, MIT, CC BY 4.0, CC BY-SA 4.0, public domain); CC BY-SA 4.0 (UD Chinese GSDSimp) and CC BY-SA 3.0 (UD Chinese PUD); the model: CC BY-SA 4.0" \
+  --note "Trained on $(KENLM_ZH_PROSE): the lines of the Chinese prose works quality_zh.ftz trained on (encyclopedic, legal, textbook, technical, how-to), written by python -m quality_models.heldout --train-lines." \
+  --note "PUD (two thirds of the UD sentences) is in traditional characters, the prose and GSDSimp in simplified: both are covered." \
   --note "GSDSimp's test file is not trained on: the demo's Chinese documents may come from it." \
   --note "Evaluation prose zh.txt: lingua-py's Chinese test sentences (Leipzig corpora), in ../shared/data, not in the repository."
 quality-models: $(KENLM_BIN) | $(VENV)/.setup-done
 	$(PY) -m quality_models.train_kenlm --text $(KENLM_TEXT) --lang en --out quality_models/default \
 	  --contrast examples/sample/resiliparse-cc-excerpt.warc.gz
+	$(PY) -m quality_models.heldout --card quality_models/default/quality_zh.json --train-lines $(KENLM_ZH_PROSE)
 	$(PY) -m quality_models.train_kenlm $(addprefix --text ,$(KENLM_TEXT_ZH)) --lang zh --out quality_models/default \
-	  --order 4 --text-format plain --contrast examples/sample/resiliparse-cc-excerpt.warc.gz --contrast-lang zh \
+	  --order 4 --vocab-size 8000 --prune 0 1 1 --text-format plain \
+	  --contrast examples/sample/resiliparse-cc-excerpt.warc.gz --contrast-lang zh \
 	  --shuffled $(addprefix --prose ,$(wildcard $(KENLM_PROSE_ZH))) $(KENLM_ZH_CARD)
-	$(PY) -m quality_models.train_fasttext --positives $(QUALITY_FT_POS) --negatives $(QUALITY_FT_NEG) \
-	  --out $(QUALITY_FT) --card quality_models/default/quality_ft.md --seed 0
+	$(MAKE) --no-print-directory quality-classifiers
+
+# The two fastText classifiers alone (a minute or two; no KenLM).
+.PHONY: quality-classifiers
+quality-classifiers: | $(VENV)/.setup-done
+	$(TRAIN_CLASSIFIER) --lang en --positives $(QUALITY_POS_EN) --negatives $(QUALITY_NEG_EN) \
+	  --out quality_models/default/quality_en.ftz
+	$(TRAIN_CLASSIFIER) --lang zh --positives $(QUALITY_POS_ZH) --negatives $(QUALITY_NEG_ZH) \
+	  --describe $(PROSE)/zh/literature_classical.jsonl.gz:lang=zh --out quality_models/default/quality_zh.ftz \
+	  --about "Classical Chinese (文言) is not a positive: see docs/quality.md; the table above says how it scores."
+
+# A quality classifier of your own (docs/quality.md): make train-classifier CLASSIFIER_LANG=en POSITIVES="..." NEGATIVES="..."
+# [LABELS=labels.jsonl THRESHOLD=3] OUT=models/quality_en.ftz; inputs are files, globs or DATA folders with options
+# (e.g. data/sample:part=rejected,stage=clean).
+CLASSIFIER_LANG ?= en
+POSITIVES ?=
+NEGATIVES ?=
+LABELS ?=
+THRESHOLD ?= 3
+.PHONY: train-classifier
+train-classifier: setup
+	$(if $(OUT),,$(error make train-classifier needs OUT=<model.ftz>))
+	$(GLASSBOX) train-classifier --lang $(CLASSIFIER_LANG) $(if $(POSITIVES),--positives $(POSITIVES)) \
+	  $(if $(NEGATIVES),--negatives $(NEGATIVES)) $(if $(LABELS),--labels $(LABELS) --threshold $(THRESHOLD)) --out $(OUT)
 
 # The packages executors import travel with --py-files (their data files too), so the same command runs on a cluster.
 EXECUTOR_PACKAGES := pipeline glassbox
@@ -366,3 +408,20 @@ ablate-engines: setup
 demo-ablate: setup
 	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml
+
+# The quality classifiers' ablations (docs/quality.md): English and Chinese web, filtered by the default classifier,
+# by a random drop of the same share and (English) by the previous default; proxies scored on held-out prose per
+# kind. The evaluation files come from the classifiers' held-out works; the English base's crawled pages and the
+# Chinese science abstracts from ../shared/data (SHARED=...), used for evaluation only.
+SHARED ?= ../shared/data
+.PHONY: ablate-quality-data ablate-quality
+ablate-quality-data: setup
+	$(PY) -m quality_models.heldout --card quality_models/default/quality_en.json --out data/ablate-quality/en \
+	  $(if $(wildcard $(SHARED)/extraction),--pages $(SHARED)/extraction --pages-warc data/ablate-quality/web-pages.warc.gz)
+	$(PY) -m quality_models.heldout --card quality_models/default/quality_zh.json --out data/ablate-quality/zh \
+	  --extra literature_classical=$(PROSE)/zh/literature_classical.jsonl.gz \
+	  $(if $(wildcard $(SHARED)/prose/zh/science/csl.jsonl.gz),science=$(SHARED)/prose/zh/science/csl.jsonl.gz)
+
+ablate-quality: ablate-quality-data
+	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-en.yaml
+	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-zh.yaml

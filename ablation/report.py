@@ -131,6 +131,12 @@ def _verdicts(res: dict, evaluations: dict | None = None, table_id: str = "verdi
             rows.append(f'<tr class="verdict"><td class="l">{esc(dom)}</td><td class="l">{esc(name)}</td>'
                         f'<td>{fmt(s["mean"])}</td><td>{fmt(s["std"])}</td><td>{s["n"]}</td><td>{p["diff"]:+.4f}</td>'
                         f'<td>[{p["low"]:+.4f}, {p["high"]:+.4f}]</td><td class="l {cls}">{esc(p["verdict"])}</td></tr>')
+            for other, q in (v.get("vs") or {}).items():   # the variant against another one (spec: against)
+                cls = VERDICT_CLASS[q["verdict"]]
+                rows.append(f'<tr class="against"><td class="l">{esc(dom)}</td><td class="l">{esc(name)} vs '
+                            f'{esc(other)}</td><td></td><td></td><td>{q["n"]}</td><td>{q["diff"]:+.4f}</td>'
+                            f'<td>[{q["low"]:+.4f}, {q["high"]:+.4f}]</td><td class="l {cls}">{esc(q["verdict"])}</td>'
+                            '</tr>')
     table = (f'<table id="{table_id}"><tr><th class="l">{"domain" if evaluations is None else "task/metric"}</th>'
              f'<th class="l">variant</th><th>mean</th><th>sd</th><th>seeds</th><th>diff vs base</th>'
              f'<th>{conf}% paired interval</th><th class="l">verdict</th></tr>{"".join(rows)}</table>')
@@ -140,7 +146,8 @@ def _verdicts(res: dict, evaluations: dict | None = None, table_id: str = "verdi
     return (table + f'<p class="note">Loss is the mean cross entropy per token (nats) on held-out text, the same '
             f'tokens for every proxy (one fixed tokenizer). A difference is the variant minus the base, paired seed by '
             f'seed in list order; <b>better</b> means the whole {conf}% t-interval of the mean difference is below '
-            f'zero, <b>worse</b> above zero, else <b>within noise</b>.</p>')
+            f'zero, <b>worse</b> above zero, else <b>within noise</b>. A row "A vs B" pairs variant A with variant B '
+            f'the same way (the spec\'s <code>against</code>).</p>')
 
 
 def _kept(res: dict) -> str:

@@ -212,12 +212,16 @@ class Ablation:
                 if v.name != specs.BASE:
                     entry["vs_base"] = stats.paired(vals, base_vals, self.spec.confidence).as_dict()
                     entry["pairs"] = [[a, b] for a, b in zip(v.seeds, self.variants[0].seeds)]
+                for other in v.against:
+                    other_vals = [r["evals"][dom] for r in by_variant[other]]
+                    entry.setdefault("vs", {})[other] = stats.paired(vals, other_vals, self.spec.confidence).as_dict()
                 evaluations[dom]["variants"][v.name] = entry
         variants = {}
         for v in self.variants:
             rec = self.corpora[self.corpus_of[v.name]]
             variants[v.name] = {
-                "overrides": v.overrides, "about": v.about, "seeds": v.seeds, "corpus": self.corpus_of[v.name],
+                "overrides": v.overrides, "about": v.about, "seeds": v.seeds, "against": v.against,
+            "corpus": self.corpus_of[v.name],
                 "corpus_dir": os.path.join(self.out, "corpora", self.corpus_of[v.name]),
                 "kept": {"documents": rec["documents"], "tokens": rec["tokens"], "sources": rec["sources"]},
                 "stages": rec["stages"],
@@ -299,7 +303,8 @@ def verdict_table(results: dict, what: str = "held-out loss (nats/token)", row: 
                   value: str = "loss") -> str:
     conf = int(round(results["confidence"] * 100))
     dw = max(len(row), *(len(d) for d in results["evaluations"]))
-    vw = max(7, *(len(v) for v in results["variants"]))
+    vw = max(7, *(len(v) for v in results["variants"]),
+             *(len(o) + 5 for v in results["variants"].values() for o in v.get("against") or []))
     lines = [f"{what}, mean ± sd over seeds; difference from base with its {conf}% paired t-interval:",
              f"  {row:<{dw}}  {'variant':<{vw}}  {value:>16}  {'diff':>8}  {'interval':>20}  verdict"]
     for dom, e in results["evaluations"].items():
@@ -313,6 +318,10 @@ def verdict_table(results: dict, what: str = "held-out loss (nats/token)", row: 
                              f"{p['verdict']}")
             else:
                 lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>16}  {'':>8}  {'':>20}  (base)")
+            for other, p in (v.get("vs") or {}).items():
+                interval = "[{:+.4f}, {:+.4f}]".format(p["low"], p["high"])
+                lines.append(f"  {'':<{dw}}  {'  vs ' + other:<{vw}}  {'':>16}  {p['diff']:>+8.4f}  {interval:>20}  "
+                             f"{p['verdict']}")
     return "\n".join(lines)
 
 
@@ -321,6 +330,9 @@ def main(argv=None) -> int:
     ap.add_argument("spec", help="the ablation spec (examples/ablate/demo.yaml)")
     ap.add_argument("--out", default=None, help="output folder (default: the spec's out, else ablations/<name>)")
     ap.add_argument("--check", action="store_true", help="check the spec and every variant's config, run nothing")
+    ap.add_argument("--seed-offset", type=int, default=0, metavar="N",
+                    help="add N to every seed (base, variants, null control): the same spec again on other seeds, "
+                         "to see whether its verdicts hold (output in <out>-seeds+N)")
     a = ap.parse_args(argv)
     t0 = time.time()
     try:
@@ -329,6 +341,14 @@ def main(argv=None) -> int:
         print(f"ablate error: {e}", file=sys.stderr)
         return 2
     out = a.out or spec.out or os.path.join("ablations", spec.name)
+    if a.seed_offset:
+        if a.seed_offset < 0:
+            print("ablate error: --seed-offset must be positive (seeds are non-negative)", file=sys.stderr)
+            return 2
+        spec.seeds = [s + a.seed_offset for s in spec.seeds]
+        for v in variants:
+            v.seeds = [s + a.seed_offset for s in v.seeds]
+        out = a.out or f"{out}-seeds+{a.seed_offset}"
     seeds = sum(len(v.seeds) for v in variants)
     say(f"ablation {spec.name}: base + {len(variants) - 1} variant(s), {seeds} proxies of {plan['tokens']:,} tokens "
         f"({plan['steps']} steps of {plan['global_batch_size']} x {plan['seq_len']}); output in {out}")

@@ -73,6 +73,9 @@ class VariantSpec:
     set: dict = setting(default_factory=dict)     # dotted pipeline-config key -> value (null removes it)
     seeds: list[int] | None = setting(None, ge=0, check=_seeds_problem)  # default: the spec's seeds
     about: str = ""
+    # other variants this one is also compared to, paired seed by seed like the base (e.g. a filter against a
+    # random drop of the same retention: better documents, or only fewer?)
+    against: list[str] = setting(default_factory=list)
 
 
 @dataclass
@@ -106,6 +109,7 @@ class Variant:
     about: str
     raw: dict                                     # the resolved pipeline config, as parsed YAML
     config: Any                                   # pipeline.config.PipelineConfig
+    against: list[str] = field(default_factory=list)
 
 
 def apply_overrides(raw: dict, overrides: dict, where: str) -> dict:
@@ -147,7 +151,7 @@ def resolve_variant(name: str, spec: VariantSpec, base_raw: dict, default_seeds:
         hint = " (an override names a key of the pipeline config: section.key, e.g. clean.rules)" \
             if spec.set and name != BASE else ""
         raise ConfigError(f"{where}: {e}{hint}") from None
-    return Variant(name, dict(spec.set), list(spec.seeds or default_seeds), spec.about, raw, cfg)
+    return Variant(name, dict(spec.set), list(spec.seeds or default_seeds), spec.about, raw, cfg, list(spec.against))
 
 
 REQUIRED_HELP = {
@@ -191,6 +195,11 @@ def parse_spec(raw: Any, path: str = "<spec>") -> AblationSpec:
                               "comparison pairs them one to one")
     if not variants:
         raise ConfigError("variants: name at least one variant (e.g. no_heuristics: {set: {clean.rules: []}})")
+    for name, v in variants.items():
+        for other in v.against:
+            if other not in variants or other == name:
+                raise ConfigError(f"variants.{name}.against: {other!r} is not another variant of this spec "
+                                  f"(variants: {', '.join(variants)}); every variant is compared to the base already")
     spec.variants = variants
     spec.evaluations = {}
     for name, e in (raw.get("evaluations") or {}).items():

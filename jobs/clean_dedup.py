@@ -40,11 +40,11 @@ def main(argv=None) -> None:
           f"{runner.session_s:.1f}s, stages {stage_s:.1f}s, between stages "
           f"{max(0.0, t_end - t_checked - runner.session_s - stage_s):.1f}s")
     for d in stats[2].extra.get("distributions", []):
-        if d["source"] == "*" and (d["quality_ft"] or d["perplexity"]):
-            q, p = d["quality_ft"] or {}, d["perplexity"] or {}
+        if d["source"] == "*" and (d["quality"] or d["perplexity"]):
+            q, p = d["quality"] or {}, d["perplexity"] or {}
             qm = f"{q['p50']:.3f}" if q.get("p50") is not None else "- (no classifier for it)"
             pm = f"{p['p50']:.0f}" if p.get("p50") is not None else "- (no KenLM model for it)"
-            print(f"  score [{d['lang']}] {d['documents']} docs: quality_ft median {qm}, "
+            print(f"  score [{d['lang']}] {d['documents']} docs: quality median {qm}, "
                   f"perplexity median {pm} (buckets in stats/score.json)")
     print(f"  kept {last.records_out} of {first.records_in} input records "
           f"({last.bytes_out / 1e6:.2f} MB of text); documents in {data}/dedup, "

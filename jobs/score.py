@@ -1,4 +1,5 @@
-"""Stage 3: quality scores as columns (fastText quality_ft, KenLM perplexity, ppl_bucket per language).
+"""Stage 3: quality scores as columns (a fastText classifier per language: quality_<lang> and quality, the
+document's own language's score; KenLM perplexity, ppl_bucket per language).
 
 The cut-offs of the buckets are percentiles of each language's perplexities over this corpus
 (30th/60th by default, as CCNet), so the stage has two unit phases: the models score every
@@ -14,16 +15,16 @@ import time
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from pipeline.score.batches import SCORE_COLUMNS, decide_score_partition, score_partition
+from pipeline.score.batches import decide_score_partition, score_columns, score_partition
 from pipeline.rows import STATUS_COLUMNS
 from pipeline.run.runner import Runner, StageSpec, fingerprint, path_identity
-from pipeline.score.distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, distributions_of_files
+from pipeline.score.distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, SCORES, distributions_of_files
 from pipeline.run.units import parquet_files, parquet_unit
 
 
 def identity(cfg) -> dict:
     return {"score": cfg.score,
-            "models": [path_identity(cfg.score.fasttext_model), path_identity(cfg.score.kenlm_dir)]}
+            "models": [path_identity(c.model) for c in cfg.score.classifiers] + [path_identity(cfg.score.kenlm_dir)]}
 
 
 def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
@@ -31,7 +32,7 @@ def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
     one groupBy over the scores (a few Spark jobs)."""
     aggs = [F.count(F.lit(1)).alias("documents"),
             F.percentile_approx("perplexity", [low, high], ACCURACY).alias("cutoffs")]
-    for col in ("quality_ft", "perplexity"):
+    for col in SCORES:
         aggs += [F.count(col).alias(f"{col}_scored"),
                  F.percentile_approx(col, REPORT_PERCENTILES, ACCURACY).alias(f"{col}_percentiles")]
     by_source = scored.groupBy("lang", "source").agg(*aggs)
@@ -39,7 +40,7 @@ def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
     out, cutoffs = [], {}
     for r in by_lang.unionByName(by_source).orderBy("lang", "source").collect():
         d = {"lang": r["lang"], "source": r["source"], "documents": r["documents"]}
-        for col in ("quality_ft", "perplexity"):
+        for col in SCORES:
             d[f"{col}_scored"] = r[f"{col}_scored"]
             values = r[f"{col}_percentiles"]
             d[col] = dict(zip((f"p{round(p * 100)}" for p in REPORT_PERCENTILES), values)) if values else None
@@ -61,7 +62,7 @@ def _local_distributions(spark, folder: str, low: float, high: float) -> tuple[l
 
 def signal_unit(unit: dict, dirs, fp: str, score_cfg) -> dict:
     def transform(schema: pa.Schema):
-        out = pa.schema(list(schema) + [pa.field(n, t) for n, _, t in SCORE_COLUMNS])
+        out = pa.schema(list(schema) + [pa.field(n, t) for n, t in score_columns(score_cfg)])
         return score_partition(score_cfg, schema), out
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
@@ -87,11 +88,13 @@ def run(spark, cfg, data_dir: str, ctx=None):
     if sum(m["records_out"] for m in scored) < LOCAL_MAX_ROWS:
         distributions, cutoffs = _local_distributions(spark, signals.dirs.out, low, high)
     else:
-        scores = spark.read.parquet(signals.dirs.out).select("lang", "source", "quality_ft", "perplexity")
+        scores = spark.read.parquet(signals.dirs.out).select("lang", "source", *SCORES)
         distributions, cutoffs = _distributions(scores, low, high)
     extra = {"ppl_bucket_cutoffs": {lang: {"head_max": c[0], "middle_max": c[1]}
                                     for lang, c in sorted(cutoffs.items())},
-             "bucket_percentiles": [low, high], "distributions": distributions}
+             "bucket_percentiles": [low, high], "distributions": distributions,
+             "classifiers": [{"column": c.column, "languages": c.languages, "model": os.path.basename(c.model)}
+                             for c in cfg.score.classifiers]}
 
     decide = ctx.sub("decide", fingerprint(ctx.fingerprint, sorted(cutoffs.items())))
     markers = decide.run_units(decide.parquet_units(signals.dirs.out),

@@ -16,6 +16,8 @@ from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import DedupConfig
 from pipeline.extract.engines import ENGINES
 from pipeline.extract.settings import ExtractConfig
+from pipeline.models import ModelError
+from pipeline.score.quality import check_labels
 from pipeline.score.settings import ScoreConfig
 from pipeline.tokenize.settings import Benchmark, DecontamConfig, TokenizeConfig
 from pipeline.read.storage import InputFile, StorageError, glob_inputs, is_url
@@ -185,16 +187,32 @@ def _build_tokenize(raw: Any, base: Path) -> TokenizeConfig:
     return cfg
 
 
+LEGACY_SCORE_KEYS = ("fasttext_model", "fasttext_languages")
+
+
 def _build_score(raw: Any, base: Path) -> ScoreConfig:
-    score = build(ScoreConfig, raw, "score")
     given = raw if isinstance(raw, dict) else {}
-    for key in ("fasttext_model", "kenlm_dir"):
-        # A path the config names is relative to `base`, like source paths; the bundled defaults
-        # are relative to where the job runs (the repository root for `make`).
-        setattr(score, key, str(_resolve(base if key in given else Path.cwd(), getattr(score, key))))
-    if not Path(score.fasttext_model).is_file():
-        raise ConfigError(f"score.fasttext_model: {score.fasttext_model} not found; run `make quality-models` "
-                          "or point it at a model trained with quality_models/train_fasttext.py")
+    for key in LEGACY_SCORE_KEYS:
+        if key in given:
+            raise ConfigError(f"score.{key}: replaced by score.classifiers, one entry per model: classifiers: "
+                              "[{model: MODEL.ftz, languages: [en], column: quality_en}] (docs/quality.md)")
+    for i, entry in enumerate(given.get("classifiers") or []):
+        if isinstance(entry, dict) and "model" not in entry:
+            raise ConfigError(f"score.classifiers[{i}].model: missing; name a fastText quality model, e.g. "
+                              "{model: quality_models/default/quality_en.ftz, languages: [en]}")
+    score = build(ScoreConfig, raw, "score")
+    # A path the config names is relative to `base`, like source paths; the bundled defaults are relative to
+    # where the job runs (the repository root for `make`).
+    score.kenlm_dir = str(_resolve(base if "kenlm_dir" in given else Path.cwd(), score.kenlm_dir))
+    for i, c in enumerate(score.classifiers):
+        c.model = str(_resolve(base if "classifiers" in given else Path.cwd(), c.model))
+        if not Path(c.model).is_file():
+            raise ConfigError(f"score.classifiers[{i}].model: {c.model} not found; run `make quality-models` or "
+                              "train one with `glassbox train-classifier` (docs/quality.md)")
+        try:
+            check_labels(c.model)
+        except ModelError as e:
+            raise ConfigError(f"score.classifiers[{i}].model: {e}") from None
     return score
 
 

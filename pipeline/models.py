@@ -80,6 +80,19 @@ def _skip_matrix(r: _Reader, quantized: bool) -> None:
 
 def check_fasttext_file(path: str | os.PathLike) -> None:
     """Raise ModelError unless `path` holds one complete fastText model (.bin or .ftz)."""
+    _walk_fasttext(path)
+
+
+def fasttext_labels(path: str | os.PathLike) -> list[str]:
+    """The labels of a complete fastText model, read from its dictionary without fastText itself (a config
+    check stays light); ModelError for a missing or damaged file."""
+    require_file(path, "fastText model", "check the path")
+    return _walk_fasttext(path)
+
+
+def _walk_fasttext(path: str | os.PathLike) -> list[str]:
+    """The structural walk; returns the dictionary's labels (entry type 1) in file order."""
+    labels: list[str] = []
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -96,8 +109,11 @@ def check_fasttext_file(path: str | os.PathLike) -> None:
             end = data.find(b"\0", r.pos)
             if end < 0:
                 raise ModelError("truncated inside the dictionary")
+            word = data[r.pos:end]
             r.pos = end + 1
-            r.take(8 + 1)  # count (int64), entry type (int8)
+            _count, entry_type = r.unpack("qb")  # count (int64), entry type (int8: 0 word, 1 label)
+            if entry_type == 1:
+                labels.append(word.decode("utf-8", "replace"))
         r.take(8 * max(prune_size, 0))
         (quant_input,) = r.unpack("?")
         _skip_matrix(r, quant_input)
@@ -110,6 +126,7 @@ def check_fasttext_file(path: str | os.PathLike) -> None:
     if r.pos != len(data):
         raise ModelError(f"fastText model at {path} is corrupt: {len(data) - r.pos} unexpected "
                          "bytes after the model")
+    return labels
 
 
 def load_fasttext(path: str | os.PathLike, what: str = "fastText quality model",

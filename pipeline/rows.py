@@ -37,6 +37,17 @@ ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_
             ENGINE, TEXT_ALT)
 
 
+# The score every later stage reads: each document's own language's quality (pipeline/score/batches.py). Data
+# folders scored before per-language classifiers hold it as quality_ft, read in its place.
+QUALITY = "quality"
+LEGACY_QUALITY = "quality_ft"
+
+
+def quality_column(names) -> str | None:
+    """The column of a table's quality score: quality, or quality_ft in a folder scored before it; None."""
+    return next((c for c in (QUALITY, LEGACY_QUALITY) if c in names), None)
+
+
 def make_row(**fields) -> dict:
     """A stage row with every key of ROW_KEYS, in order; unnamed fields are None."""
     row = dict.fromkeys(ROW_KEYS)

@@ -46,7 +46,7 @@ def test_every_optional_switch_through_make(tmp_path):
     kept = ds.dataset(str(data / "cleaned"), format="parquet").to_table(columns=["text", "pii_emails"]).to_pylist()
     assert not any(r["pii_emails"] for r in kept) and not any("<EMAIL>" in r["text"] for r in kept)
     assert any(EMAIL.search(r["text"]) for r in kept)  # the sample's addresses stay as they were
-    assert score["rejected"].get("low_quality_ft", 0) > 0 and score["rejected"].get("ppl_bucket_tail", 0) > 0
+    assert score["rejected"].get("low_quality", 0) > 0 and score["rejected"].get("ppl_bucket_tail", 0) > 0
     assert score["records_out"] == clean["records_out"] - sum(score["rejected"].values())
     assert dedup["extra"]["path"] == "distributed" and dedup["extra"]["semantic"]["documents"] == \
         dedup["records_in"] - dedup["rejected"].get("exact_duplicate", 0) - dedup["rejected"].get("near_duplicate", 0)

@@ -10,7 +10,7 @@ in three sources built to make every telemetry field move:
   is the same sequence, so most batches hold duplicate sequences;
 
 plus ``decontaminated/`` document shards (Spark-style part files and ``_SUCCESS``) with ``url``,
-``quality_ft``, ``perplexity`` and ``ppl_bucket`` per id, for tracing. ``SIGNALS[id]`` holds what was written.
+``quality``, ``perplexity`` and ``ppl_bucket`` per id, for tracing. ``SIGNALS[id]`` holds what was written.
 
 ``shared_run`` trains one 2-process (data parallel) run on it once per test session, for the telemetry and
 the trace tests.
@@ -56,7 +56,7 @@ def make_watch_dataset(root: Path) -> Path:
         for i, text in enumerate(texts):
             did = _doc_id(name, text)
             sig = {"url": None if name == "boiler" else f"https://example.org/{name}/{i}",
-                   "quality_ft": round((i % 97) / 97, 4), "perplexity": 100.0 + i,
+                   "quality": round((i % 97) / 97, 4), "perplexity": 100.0 + i,
                    "ppl_bucket": ("head", "middle", "tail")[i % 3]}
             SIGNALS[did] = sig
             doc_rows.append({"id": did, "source": name, "text": text, **sig})
@@ -106,4 +106,4 @@ def make_signals(root: Path) -> None:
         return
     for f in sorted((Path(root) / "decontaminated").glob("*.parquet")):
         for rec in pq.read_table(f).to_pylist():
-            SIGNALS[rec["id"]] = {k: rec[k] for k in ("url", "quality_ft", "perplexity", "ppl_bucket")}
+            SIGNALS[rec["id"]] = {k: rec[k] for k in ("url", "quality", "perplexity", "ppl_bucket")}

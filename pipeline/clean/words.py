@@ -77,14 +77,20 @@ def script_locale(ch: str) -> str | None:
     return None
 
 
-def _segment(run: str, lang: str | None) -> list[str]:
-    """Word segments of a run that holds unspaced characters (punctuation-only segments dropped)."""
+def _run_locale(run: str, lang: str | None) -> str | None:
+    """The ICU locale that segments a run holding unspaced characters (None: ICU's root rules)."""
     first = _UNSPACED.search(run)
     loc = script_locale(first.group()) if first else None
     if loc == "zh" and _KANA.search(run):
         loc = "ja"
     if lang in SEGMENTED_LANGUAGES and loc in ("zh", "ja") and lang in ("zh", "ja"):
         loc = lang  # kanji-only runs of a Japanese text are segmented as Japanese
+    return loc
+
+
+def _segment(run: str, lang: str | None) -> list[str]:
+    """Word segments of a run that holds unspaced characters (punctuation-only segments dropped)."""
+    loc = _run_locale(run, lang)
     if loc == "bo":
         return [s for s in _TIBETAN_BREAK.split(run) if _WORDLIKE.search(s)]
     from icu4py.breakers import WordBreaker  # imported on first unspaced text only
@@ -118,6 +124,48 @@ def tokens(text: str, lang: str | None = None, unspaced: bool | None = None) -> 
 def words(text: str, lang: str | None = None) -> list[str]:
     """The words of a text as the heuristics count them (lower-cased, punctuation stripped)."""
     return tokens(text, lang)[0]
+
+
+# every character that is neither a word character nor a space: a mark of its own in `segments`
+_MARK = re.compile(r"([^\w\s])")
+
+
+def segment_lines(text: str, lang: str | None = None) -> list[list[str]]:
+    """Words and punctuation marks of each non-empty line, lower-cased, in reading order: what a classifier
+    reads (pipeline/score/quality.py). A line without unspaced characters is split at whitespace with every
+    punctuation mark a token of its own ("word, word" and "word , word" agree); the lines with them are cut by
+    ICU's word break iterator, their marks kept and whitespace dropped, all lines of one locale in one call (a
+    call costs more than a short line: a Chinese page of many lines would pay it per line)."""
+    lower = text.lower()
+    if not has_unspaced(lower):
+        return [toks for toks in (line.split() for line in _MARK.sub(r" \1 ", lower).splitlines()) if toks]
+    lines = lower.splitlines()
+    out: list[list[str]] = [[] for _ in lines]
+    by_locale: dict[str | None, list[int]] = {}
+    for i, line in enumerate(lines):
+        if _UNSPACED.search(line) is None:
+            out[i] = _MARK.sub(r" \1 ", line).split()
+        else:
+            by_locale.setdefault(_run_locale(line, lang), []).append(i)
+    for loc, rows in by_locale.items():
+        if loc == "bo":
+            for i in rows:
+                out[i] = [s for s in _TIBETAN_BREAK.split(lines[i]) if s]
+            continue
+        from icu4py.breakers import WordBreaker
+        k = 0   # the joints between the lines are the only whitespace segments holding "\n"
+        for s in [s for s in WordBreaker("\n".join(lines[i] for i in rows), loc or "root")
+                  if not s.isspace() or "\n" in s]:
+            if "\n" in s:
+                k += 1
+            else:
+                out[rows[k]].append(s)
+    return [toks for toks in out if toks]
+
+
+def segments(text: str, lang: str | None = None) -> list[str]:
+    """The tokens of `segment_lines`, all lines together."""
+    return [tok for line in segment_lines(text, lang) for tok in line]
 
 
 class _UnitTable(dict):

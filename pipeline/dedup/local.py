@@ -38,7 +38,7 @@ from pipeline.dedup.exact import exact_hash
 from pipeline.dedup.index import IndexRef, finish, read_matching, write_parts, writing_dir
 from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
-from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED
+from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED, quality_column
 from pipeline.run.repeats import check_unique, repeated_values
 from pipeline.run.units import replace_dir, text_bytes
 
@@ -288,8 +288,9 @@ def _near(ids: list[str], quality: list, sources: list[str], live: np.ndarray, f
 
 
 def _quality(table: pa.Table, n: int) -> list:
-    return (table.column("quality_ft").cast(pa.float64()).to_pylist() if "quality_ft" in table.column_names
-            else [None] * n)
+    """Each document's own language's quality score (quality_ft in a folder scored before per-language columns)."""
+    col = quality_column(table.column_names)
+    return table.column(col).cast(pa.float64()).to_pylist() if col else [None] * n
 
 
 def _write_folder(folder: str, files: list[tuple[str, pa.Table]]) -> None:

@@ -7,7 +7,7 @@ hashes, connected components, the best documents of each component kept.
                                    buckets over max_bucket skipped and counted
          ──verify─────▶ exact Jaccard (or containment) of the two shingle-hash sets: no text moves
          ──components─▶ union-find in one task (or large-star / small-star on a huge graph)
-         ──keep───────▶ per component, best first (highest quality_ft, nulls last, then smallest
+         ──keep───────▶ per component, best first (highest quality, nulls last, then smallest
                         id): a document with a verified edge to a kept one is its duplicate,
                         otherwise it is kept. The best document of a component always survives, and
                         every removed one is within the threshold of the kept one it names.
@@ -33,7 +33,7 @@ from pipeline.dedup.components import connected_components
 from pipeline.dedup.sketch import SKETCH_COLUMNS, SPARK_COLUMNS, sketch_partition, hash_sets
 from pipeline.dedup.marks import apply_marks, marks
 from pipeline.dedup.minhash import MEASURES
-from pipeline.rows import KEPT, NEAR_DUPLICATE
+from pipeline.rows import KEPT, NEAR_DUPLICATE, quality_column
 from glassbox.schema import validate
 from pipeline.dedup.settings import NearDedupConfig
 
@@ -42,13 +42,14 @@ REASON = NEAR_DUPLICATE
 
 
 def sketch_rows(docs: DataFrame, cfg: NearDedupConfig | None) -> DataFrame:
-    """Every row of `docs` (id, text; source and quality_ft when present) plus _scope, _q,
+    """Every row of `docs` (id, text; source and quality when present) plus _scope, _q,
     exact_hash, shingles and bands, from one pass over the text. With `cfg` None or disabled only
     exact_hash is computed."""
     near = cfg is not None and cfg.enabled
     scope = (F.col("source").cast("string") if near and cfg.scope == "source" and "source" in docs.columns
              else F.lit("*"))
-    quality = F.col("quality_ft").cast("double") if "quality_ft" in docs.columns else F.lit(None).cast("double")
+    q_col = quality_column(docs.columns)
+    quality = F.col(q_col).cast("double") if q_col else F.lit(None).cast("double")
     # exact_hash (and minhash_cluster) are ours: a rerun on an already deduplicated table recomputes them
     cols = [c for c in docs.columns if c not in ("exact_hash", "minhash_cluster") + SKETCH_COLUMNS]
     slim = docs.select(*cols, F.coalesce(scope, F.lit("")).alias("_scope"), quality.alias("_q"))
@@ -198,7 +199,8 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
                          local_max_edges: int = LOCAL_MAX_EDGES) -> tuple[DataFrame, dict]:
     """All rows of `docs` plus status, reason, detail, duplicate_of and minhash_cluster.
 
-    `docs` needs id (unique, content-derived), source and text; quality_ft is used when present.
+    `docs` needs id (unique, content-derived), source and text; quality (each document's own language's
+    score) is used when present.
     Rows that arrive already rejected (a `status` column other than kept, e.g. exact duplicates)
     keep their status and take no part. Returns (rows, info) where info holds only counts."""
     validate(cfg, "dedup.near")
@@ -206,8 +208,8 @@ def mark_near_duplicates(spark: SparkSession, docs: DataFrame, cfg: NearDedupCon
         return apply_marks(docs, None), {"candidate_pairs": 0, "verified_pairs": 0, "components": 0,
                                          "capped_buckets": 0, "removed": 0, "cc_iterations": 0}
     live = docs.where(F.col("status") == KEPT) if "status" in docs.columns else docs
-    fp = sketch_rows(live.select(F.col("id").cast("string").alias("id"), *[c for c in ("source", "quality_ft", "text")
-                                                                                 if c in live.columns]), cfg)
+    keep = [c for c in ("source", quality_column(live.columns), "text") if c in live.columns]
+    fp = sketch_rows(live.select(F.col("id").cast("string").alias("id"), *keep), cfg)
     fp = fp.persist(StorageLevel.DISK_ONLY)  # read by the buckets and the verification
     try:
         found, info = near_marks(spark, fp, cfg, local_max_edges)

@@ -3,7 +3,7 @@
     docs ──mapInArrow──▶ + embedding          L2-normalised: the static model (256 floats) or MiniLM (384)
          ──KMeans (Spark MLlib)──▶ + cluster  k = ceil(n / docs_per_cluster), fixed seed
          ──groupBy(cluster).applyInPandas──▶ (id, duplicate_of, detail)
-              inside one cluster, best first (quality_ft desc, nulls last, then id): a document
+              inside one cluster, best first (quality desc, nulls last, then id): a document
               whose cosine similarity to an already *kept* one exceeds 1 - eps is removed
          ──join on id──▶ every input row + status, reason, detail, duplicate_of
 
@@ -31,7 +31,7 @@ import numpy as np
 
 from glassbox.schema import validate
 from pipeline.dedup.static_model import default_model_path
-from pipeline.rows import SEMANTIC_DUPLICATE
+from pipeline.rows import SEMANTIC_DUPLICATE, quality_column
 from pipeline.dedup.settings import SemanticDedupConfig
 
 DIM = 384                      # all-MiniLM-L6-v2's embedding width
@@ -248,7 +248,7 @@ def _dedup_group(eps: float):
 
 
 def mark_semantic_duplicates(spark, docs, cfg: SemanticDedupConfig, model_path: str | None = None):
-    """Every row of `docs` (at least id and text; quality_ft and source when present) plus status,
+    """Every row of `docs` (at least id and text; quality and source when present) plus status,
     reason ('semantic_duplicate' or null), detail and duplicate_of; and an info dict with
     documents, clusters, removed, embed_s and docs_per_s of the embedding pass alone.
 
@@ -293,7 +293,8 @@ def mark_semantic_duplicates(spark, docs, cfg: SemanticDedupConfig, model_path: 
 
     # 1. Embeddings, on a layout that depends only on the input (not on upstream partitioning).
     parts = max(1, min(MAX_PARTITIONS, math.ceil(n / ROWS_PER_PARTITION[cfg.model])))
-    quality = F.col("quality_ft").cast("double") if "quality_ft" in docs.columns else F.lit(None).cast("double")
+    q_col = quality_column(docs.columns)
+    quality = F.col(q_col).cast("double") if q_col else F.lit(None).cast("double")
     scope = F.col("source").cast("string") if cfg.scope == "source" else F.lit("")
     slim = (docs.select("id", "text", quality.alias("_q"), scope.alias("_scope"))
                 .repartition(parts, "id").sortWithinPartitions("id"))

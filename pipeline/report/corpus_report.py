@@ -8,7 +8,8 @@ Read with polars from the stage outputs (Parquet) and ``stats/<stage>.json``, no
 - the funnel per stage (records in, out, rejected, unreadable, wall time: stats), per stage and source
   and per stage and language (counted in the Parquet: a stage's output folder and
   ``rejected/stage=<stage>/``), with every reason and its count per source;
-- score distributions: ``quality_ft`` and ``perplexity`` per language and source (``scored/``), with the
+- score distributions: ``quality`` (each language's own classifier) and ``perplexity`` per language and source
+  (``scored/``), with the
   head / middle / tail cut-offs and the percentiles of ``stats/score.json``;
 - duplicate clusters: the sizes of the groups that dedup collapsed (a survivor and the documents whose
   ``duplicate_of`` points at it), per reason (exact, near, semantic);
@@ -35,7 +36,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from pipeline.rows import DUPLICATE_REASONS
+from pipeline.rows import DUPLICATE_REASONS, LEGACY_QUALITY, QUALITY
 
 # stage -> its output folder, in the pipeline's order
 STAGES = {"extract": "extracted", "clean": "cleaned", "score": "scored", "dedup": "dedup",
@@ -184,11 +185,14 @@ def reason_counts(data: Path, stats: dict[str, dict]) -> pl.DataFrame:
 
 
 def scores(data: Path) -> pl.DataFrame | None:
-    """lang, source, quality_ft, perplexity, ppl_bucket of every scored document."""
-    df = read_columns(data / "scored", ["lang", "source", "quality_ft", "perplexity", "ppl_bucket"])
+    """lang, source, quality, perplexity, ppl_bucket of every scored document (quality read from quality_ft in a
+    folder scored before per-language classifiers)."""
+    df = read_columns(data / "scored", ["lang", "source", QUALITY, LEGACY_QUALITY, "perplexity", "ppl_bucket"])
     if df is None or "source" not in df.columns:
         return None
-    for c in ("lang", "quality_ft", "perplexity", "ppl_bucket"):
+    if QUALITY not in df.columns and LEGACY_QUALITY in df.columns:
+        df = df.rename({LEGACY_QUALITY: QUALITY})
+    for c in ("lang", QUALITY, "perplexity", "ppl_bucket"):
         if c not in df.columns:
             df = df.with_columns(pl.lit(None).alias(c))
     return df
@@ -289,7 +293,7 @@ def funnel_figure(funnel: pl.DataFrame) -> bytes | None:
 
 
 def score_figure(df: pl.DataFrame | None, cutoffs: dict) -> bytes | None:
-    """quality_ft and perplexity histograms per language (rows) and source (colours); cut-offs as lines."""
+    """quality and perplexity histograms per language (rows) and source (colours); cut-offs as lines."""
     if df is None or not df.height:
         return None
     langs = sorted(x for x in set(df["lang"].to_list()) if x is not None)
@@ -302,7 +306,7 @@ def score_figure(df: pl.DataFrame | None, cutoffs: dict) -> bytes | None:
         qa, pa = row
         for s in sorted(set(sub["source"].to_list())):
             part = sub.filter(pl.col("source") == s)
-            q = part["quality_ft"].drop_nulls().drop_nans().to_numpy() if part["quality_ft"].dtype.is_float() \
+            q = part[QUALITY].drop_nulls().drop_nans().to_numpy() if part[QUALITY].dtype.is_float() \
                 else np.array([])
             p = part["perplexity"].drop_nulls().drop_nans().to_numpy() if part["perplexity"].dtype.is_float() \
                 else np.array([])
@@ -320,7 +324,7 @@ def score_figure(df: pl.DataFrame | None, cutoffs: dict) -> bytes | None:
                 pa.axvline(cut[key], color="black", ls=ls, lw=1, label=f"{key.replace('_max', '')} | "
                                                                       f"{'middle' if key == 'head_max' else 'tail'} "
                                                                       f"{cut[key]:.0f}")
-        for ax, title in ((qa, f"quality_ft [{lang}]"), (pa, f"perplexity [{lang}] (KenLM, log scale)")):
+        for ax, title in ((qa, f"quality [{lang}]"), (pa, f"perplexity [{lang}] (KenLM, log scale)")):
             ax.set_title(title, fontsize=10)
             ax.set_ylabel("documents", fontsize=9)
             ax.grid(True, alpha=0.3)
@@ -413,7 +417,7 @@ def _score_tables(score_stats: dict | None, df: pl.DataFrame | None) -> str:
     if dists:
         rows = []
         for d in dists:
-            for key in ("quality_ft", "perplexity"):
+            for key in (QUALITY, LEGACY_QUALITY, "perplexity"):   # quality_ft: stats written before quality
                 pct = d.get(key) or {}
                 if pct:
                     rows.append([d.get("lang"), d.get("source"), key, d.get(f"{key}_scored", d.get("documents"))]
@@ -526,7 +530,8 @@ def build_page(data: Path, n_samples: int = 3) -> str:
               '<h2 id="languages-h">Funnel per stage and language</h2>', _language_section(language_funnel(data, stats)),
               '<h2 id="reasons-h">Every reason, with counts per source</h2>', _reason_table(reasons),
               '<h2 id="scores-h">Score distributions</h2>',
-              '<p class="muted">quality_ft: fastText probability of reference-quality text; perplexity: KenLM, '
+              '<p class="muted">quality: the probability of reference-quality text from the fastText classifier of '
+              "the document's language (score.classifiers); perplexity: KenLM, "
               "lower is closer to the reference text; both per language and source, over every scored document "
               "(scored/).</p>"]
     parts.append(_img(charts["scores"], "score distributions", "scores") if charts["scores"] else

@@ -6,42 +6,55 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from pipeline.rows import STATUS_COLUMNS
+from pipeline.rows import QUALITY, STATUS_COLUMNS
 from pipeline.run.spark_files import resolve_model
+from pipeline.score.settings import ScoreConfig
 
-SCORE_COLUMNS = [("quality_ft", "double", pa.float64()), ("perplexity", "double", pa.float64())]
+
+def score_columns(score_cfg: ScoreConfig) -> list[tuple[str, pa.DataType]]:
+    """What the signal phase adds: each classifier's column, `quality` (the document's own language's score,
+    whichever classifier gave it: what min_quality, the stats, the report and dedup's keep-rule read), and
+    `perplexity`."""
+    return [(c.column, pa.float64()) for c in score_cfg.classifiers] + [(QUALITY, pa.float64()),
+                                                                       ("perplexity", pa.float64())]
 
 
-def score_partition(score_cfg, input_schema: pa.Schema):
-    """Add quality_ft and perplexity; documents in a language a model does not cover get null."""
-    out_schema = pa.schema(list(input_schema) + [pa.field(n, t) for n, _, t in SCORE_COLUMNS])
+def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
+    """Add the classifier columns, quality and perplexity; a document in a language no model covers gets null."""
+    out_schema = pa.schema(list(input_schema) + [pa.field(n, t) for n, t in score_columns(score_cfg)])
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pipeline.score.perplexity import available_languages, get_scorer
         from pipeline.score.quality import get_classifier
 
-        classifier = get_classifier(resolve_model(score_cfg.fasttext_model))
+        classifiers = [get_classifier(resolve_model(c.model)) for c in score_cfg.classifiers]
         lm_langs = set(available_languages(score_cfg.kenlm_dir))
-        ft_langs = set(score_cfg.fasttext_languages)
+        which: dict = {}   # language -> index of its classifier (None: unscored), looked up once per language
         for batch in batches:
             texts = batch.column("text").to_pylist()
             langs = batch.column("lang").to_pylist()
-            quality: list = [None] * len(texts)
-            ppl: list = [None] * len(texts)
-            idx = [i for i, lang in enumerate(langs) if lang in ft_langs]
-            for i, p in zip(idx, classifier.predict_proba([texts[i] for i in idx])):
-                quality[i] = p
+            n = len(texts)
+            per_model: list[list] = [[None] * n for _ in classifiers]
+            quality: list = [None] * n
+            ppl: list = [None] * n
+            for lang in set(langs):
+                if lang not in which:
+                    which[lang] = score_cfg.classifier_for(lang)
+            for k, clf in enumerate(classifiers):
+                idx = [i for i, lang in enumerate(langs) if which[lang] == k]
+                if idx:
+                    for i, p in zip(idx, clf.predict_proba([texts[i] for i in idx], [langs[i] for i in idx])):
+                        per_model[k][i] = quality[i] = p
             for lang in lm_langs & set(langs):
                 idx = [i for i, l in enumerate(langs) if l == lang]
                 for i, p in zip(idx, get_scorer(score_cfg.kenlm_dir, lang).score_batch([texts[i] for i in idx])):
                     ppl[i] = p
-            yield pa.RecordBatch.from_arrays(
-                batch.columns + [pa.array(quality, pa.float64()), pa.array(ppl, pa.float64())],
-                schema=out_schema)
+            added = [pa.array(col, pa.float64()) for col in per_model + [quality, ppl]]
+            yield pa.RecordBatch.from_arrays(batch.columns + added, schema=out_schema)
     return run
 
 
-def decide_score_partition(score_cfg, cutoffs: dict, input_schema: pa.Schema):
+def decide_score_partition(score_cfg: ScoreConfig, cutoffs: dict, input_schema: pa.Schema):
     """Add ppl_bucket from the per-language cut-offs, then status/reason from the score rules."""
     out_schema = pa.schema(list(input_schema) + [pa.field("ppl_bucket", pa.string())] +
                            [pa.field(c, pa.string()) for c in STATUS_COLUMNS])
@@ -50,9 +63,10 @@ def decide_score_partition(score_cfg, cutoffs: dict, input_schema: pa.Schema):
         from pipeline.score.decisions import bucket_for, score_reason
 
         for batch in batches:
-            cols = batch.select(["lang", "quality_ft", "perplexity"]).to_pydict()
+            cols = batch.select(["id", "lang", QUALITY, "perplexity"]).to_pydict()
             buckets = [bucket_for(p, cutoffs.get(lang)) for lang, p in zip(cols["lang"], cols["perplexity"])]
-            reasons = [score_reason(q, b, score_cfg) for q, b in zip(cols["quality_ft"], buckets)]
+            reasons = [score_reason(q, b, score_cfg, lang, doc)
+                       for doc, lang, q, b in zip(cols["id"], cols["lang"], cols[QUALITY], buckets)]
             yield pa.RecordBatch.from_arrays(
                 batch.columns + [pa.array(buckets, pa.string()),
                                  pa.array(["rejected" if r else "kept" for r in reasons], pa.string()),

@@ -1,4 +1,4 @@
-"""The score stage's distributions in one process: percentiles of quality_ft and perplexity per
+"""The score stage's distributions in one process: percentiles of quality and perplexity per
 language and per (language, source), and each language's perplexity bucket cut-offs.
 
 On a small corpus the Spark path (jobs/score.py: one groupBy with percentile_approx, per language
@@ -7,7 +7,7 @@ Spark's answer is exact and this module gives the same numbers: percentile_appro
 while its summaries never merge (fewer than 1 / (2 * relative error) = 50,000 values at the
 accuracy used), and then answers the nearest rank, the value at rank ceil(q * n) in ascending order,
 the smallest value for q <= relative error and the largest for q >= 1 - relative error. Scores are
-finite (a perplexity comes from finite log-probabilities, quality_ft is a probability); a NaN would
+finite (a perplexity comes from finite log-probabilities, quality is a probability); a NaN would
 sort last here, while Spark's answer with NaN depends on how its partial summaries merge.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 REPORT_PERCENTILES = [0.05, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95]
 ACCURACY = 100_000      # percentile_approx's accuracy on the Spark path
 LOCAL_MAX_ROWS = 50_000  # below it both paths are exact, so the local one is used
-SCORES = ("quality_ft", "perplexity")
+SCORES = ("quality", "perplexity")   # quality: each document's own language's classifier score
 
 
 def nearest_rank(values: np.ndarray, quantiles: list[float]) -> list[float] | None:

@@ -1,9 +1,11 @@
-"""fastText quality classifier: probability that a document reads like the reference text.
+"""fastText quality classifiers: the probability that a document reads like the reference prose a model was
+trained on, one model per language (or group of languages), as `score.classifiers` names them.
 
-The model is trained by `quality_models/train_fasttext.py` (positives: reference prose such as
-Wikipedia; negatives: extracted web text) and shipped small at `quality_models/default/quality_ft.ftz`
-(`GLASSBOX_QUALITY_MODEL` points elsewhere). Training and scoring both pass text through `preprocess`,
-so the two sides can never see different tokens.
+Models are trained by `glassbox train-classifier` (quality_models/train.py); the defaults for English and Chinese
+live in quality_models/default/ with their cards. Training and scoring both pass text through `preprocess`, so
+the two sides can never see different tokens, and `preprocess` reaches the text through the word layer
+(pipeline/clean/words.py: Chinese, Japanese and Thai segmented into words), so a Chinese paragraph is words,
+not one unknown token per clause.
 
 Spark executors call `get_classifier(path)` per batch: the model loads once per process and is cached.
 fastText 0.9.3 under numpy 2 raises on `model.predict("one string")`; we always predict on lists.
@@ -11,64 +13,69 @@ fastText 0.9.3 under numpy 2 raises on `model.predict("one string")`; we always 
 from __future__ import annotations
 
 import os
-import re
 import threading
+import unicodedata
 from pathlib import Path
 
-from pipeline.models import ModelError, load_fasttext
+from pipeline.clean.words import segment_lines
+from pipeline.models import ModelError, fasttext_labels, load_fasttext
 
 HQ_LABEL = "__label__hq"
 LQ_LABEL = "__label__lq"
+LABELS = (HQ_LABEL, LQ_LABEL)
+FIX = "train one with `glassbox train-classifier` (docs/quality.md) or run `make quality-models`"
+# fastText averages word vectors, so a long document's first 20k characters score it as well as all of it
+# would, and the cost stays bounded on giant pages.
+MAX_CHARS = 20_000
 _CACHE: dict[tuple[str, int], "QualityClassifier"] = {}
 _CACHE_LOCK = threading.Lock()
 
-# Every non-word, non-space character becomes its own token: reference text that was tokenized
-# ("word , word") and raw web text ("word, word") then give fastText the same tokens, so the
-# classifier cannot learn the tokenization of its training files instead of their quality.
-_PUNCT = re.compile(r"([^\w\s])")
+
+# A line break is a token of its own: a page of short lines (menus, lists, captions) and a paragraph of prose
+# differ in it, and fastText reads one example per line, so the break itself cannot stay.
+NEWLINE = "<nl>"
 
 
-def preprocess(text: str) -> str:
-    """The one text normalization for training and scoring: lower-case, punctuation split off as
-    tokens, all whitespace (newlines included: fastText reads one example per line) collapsed."""
-    return " ".join(_PUNCT.sub(r" \1 ", text.lower()).split())
+def preprocess(text: str, lang: str | None = None) -> str:
+    """The one text normalization for training and scoring: NFKC (full-width letters, digits and marks
+    fold to their ordinary forms), then per line the words and punctuation marks of the word layer,
+    lower-cased, one space between them and NEWLINE between lines (blank lines dropped). `lang` picks the
+    segmenter where a script serves several languages (kanji as Japanese for ja)."""
+    return f" {NEWLINE} ".join(" ".join(line) for line in segment_lines(unicodedata.normalize("NFKC", text), lang))
 
 
-def default_model_path() -> Path:
-    """`$GLASSBOX_QUALITY_MODEL` if set, else `<repo>/quality_models/default/quality_ft.ftz`."""
-    env = os.environ.get("GLASSBOX_QUALITY_MODEL")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[2] / "quality_models" / "default" / "quality_ft.ftz"
+def check_labels(path: str | os.PathLike) -> None:
+    """ModelError unless the file is a fastText model with exactly the quality labels (read from the file,
+    without fastText: a config check imports nothing heavy)."""
+    labels = fasttext_labels(path)
+    if set(labels) != set(LABELS):
+        raise ModelError(f"fastText model at {path} has the labels {sorted(labels)}, not {HQ_LABEL} and "
+                         f"{LQ_LABEL}: it is not a quality classifier ({FIX})")
 
 
 class QualityClassifier:
-    """`predict_proba(texts) -> [P(hq) or None]`; the model loads on first use."""
+    """`predict_proba(texts, langs) -> [P(hq) or None]`; the model loads on first use."""
 
-    def __init__(self, model_path: str | os.PathLike | None = None, max_chars: int = 20_000):
-        self.model_path = Path(model_path) if model_path is not None else default_model_path()
-        # fastText averages word vectors, so a long document's first 20k characters score it as well
-        # as all of it would, and the cost stays bounded on giant pages.
+    def __init__(self, model_path: str | os.PathLike, max_chars: int = MAX_CHARS):
+        self.model_path = Path(model_path)
         self.max_chars = max_chars
         self._model = None
 
     def load(self):
         if self._model is None:
-            model = load_fasttext(self.model_path)
-            labels = set(model.get_labels())
-            if HQ_LABEL not in labels:
-                raise ModelError(f"fastText model at {self.model_path} has no {HQ_LABEL} label "
-                                 f"(labels: {sorted(labels)}): it is not a quality classifier")
+            model = load_fasttext(self.model_path, "fastText quality model", FIX)
+            check_labels(self.model_path)
             self._model = model
         return self._model
 
-    def predict_proba(self, texts: list[str | None]) -> list[float | None]:
+    def predict_proba(self, texts: list[str | None], langs: list[str | None] | None = None) -> list[float | None]:
         """Probability of `__label__hq` per text; None for missing, empty or whitespace-only text."""
+        langs = langs if langs is not None else [None] * len(texts)
         prepared: list[str] = []
         where: list[int] = []
-        for i, t in enumerate(texts):
+        for i, (t, lang) in enumerate(zip(texts, langs)):
             if t:
-                p = preprocess(t[: self.max_chars])
+                p = preprocess(t[: self.max_chars], lang)
                 if p:
                     prepared.append(p)
                     where.append(i)
@@ -86,11 +93,11 @@ class QualityClassifier:
         return out
 
 
-def get_classifier(model_path: str | os.PathLike | None = None) -> QualityClassifier:
+def get_classifier(model_path: str | os.PathLike) -> QualityClassifier:
     """The process-wide classifier for a model file (one load per executor process).
 
     The cache key includes the file's modification time, so a retrained model is picked up."""
-    p = Path(model_path) if model_path is not None else default_model_path()
+    p = Path(model_path)
     key = (str(p), p.stat().st_mtime_ns if p.is_file() else -1)
     clf = _CACHE.get(key)
     if clf is None:

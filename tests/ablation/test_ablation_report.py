@@ -57,6 +57,15 @@ def test_page_is_self_contained_and_says_every_verdict():
     assert "ablations/t/proxies/no_&lt;rules&gt;&amp;-s2" in text and "122,880 tokens" in text
 
 
+def test_a_variant_against_another_gets_its_own_row():
+    res = results()
+    res["evaluations"]["prose"]["variants"]["no_<rules>&"]["vs"] = {
+        "null_control": paired([5.40, 5.43], [5.01, 5.00]).as_dict()}
+    text = build_page(res)
+    row = re.search(r'<tr class="against"><td class="l">prose</td><td class="l">(.*?)</td>.*?<td class="l (\w+)">', text)
+    assert row and row.groups() == ("no_&lt;rules&gt;&amp; vs null_control", "worse")
+
+
 PROBE = """<script>
 window.addEventListener("load", function () {
   var svgs = document.querySelectorAll("svg"), out = [];

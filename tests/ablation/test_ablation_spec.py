@@ -68,6 +68,8 @@ def test_a_good_spec_resolves_every_variant_and_the_steps(files):
     ({"evaluations": {"prose": {"paths": ["nowhere.txt"]}}}, "evaluations.prose.paths: no file nowhere.txt"),
     ({"evaluations": {"prose": {"paths": ["x"], "format": "csv"}}}, "evaluations.prose.format: must be one of text, jsonl"),
     ({"name": "a/b"}, "name: use letters, digits"),
+    ({"variants": {"x": {"against": ["y"]}}}, "variants.x.against: 'y' is not another variant of this spec"),
+    ({"variants": {"x": {"against": ["x"]}}}, "variants.x.against: 'x' is not another variant of this spec"),
 ])
 def test_mistakes_name_the_key_and_the_fix(files, changes, expected):
     msg = error_of(write_spec(*files, **changes))
@@ -125,3 +127,31 @@ def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
     assert not (tmp_path / "out").exists()
     assert main(["ablate", write_spec(*files, out=str(tmp_path / "out")), "--check"]) == 0
     assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow   # about 35 s: the held-out files of both classifiers and the WARC of 650 crawled pages
+def test_the_quality_specs_check():
+    """examples/ablate/quality-{en,zh}.yaml, with the files `make ablate-quality-data` writes (the held-out prose of
+    the default classifiers, the crawled pages of ../shared/data/extraction, the Chinese science abstracts)."""
+    import os
+
+    from conftest import shared
+    from quality_models import heldout
+
+    pages, csl = shared("extraction"), shared("prose", "zh", "science", "csl.jsonl.gz")
+    cwd = os.getcwd()
+    os.chdir(REPO)
+    try:
+        assert heldout.main(["--card", "quality_models/default/quality_en.json", "--out", "data/ablate-quality/en",
+                             "--pages", str(pages), "--pages-warc", "data/ablate-quality/web-pages.warc.gz"]) == 0
+        assert heldout.main(["--card", "quality_models/default/quality_zh.json", "--out", "data/ablate-quality/zh",
+                             "--extra", "literature_classical=quality_models/data/prose/zh/literature_classical.jsonl.gz",
+                             f"science={csl}"]) == 0
+        _, en, plan = check("examples/ablate/quality-en.yaml")
+        _, zh, _ = check("examples/ablate/quality-zh.yaml")
+    finally:
+        os.chdir(cwd)
+    assert [v.name for v in en] == ["base", "null_control", "quality_filter", "random_drop", "old_classifier"]
+    assert en[2].against == ["random_drop", "old_classifier"] and plan["steps"] == 240
+    assert en[4].config.score.classifiers[0].model.endswith("quality_models/previous/quality_ft.ftz")
+    assert [v.config.score.random_drop for v in zh] == [0.0, 0.0, 0.0, 0.55]

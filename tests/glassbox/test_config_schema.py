@@ -22,7 +22,7 @@ from pipeline import config as pipeline_config
 from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import DedupConfig
 from pipeline.extract.settings import ExtractConfig
-from pipeline.score.settings import ScoreConfig
+from pipeline.score.settings import ClassifierSpec, ScoreConfig
 from pipeline.tokenize.settings import DecontamConfig, TokenizeConfig
 from train import config as train_config
 from train_fixtures import REPO
@@ -30,13 +30,16 @@ from train_fixtures import REPO
 # (section path, dataclass) of everything a pipeline config file can set
 PIPELINE = [("extract", ExtractConfig), ("clean", CleanConfig), ("score", ScoreConfig), ("dedup", DedupConfig),
             ("decontaminate", DecontamConfig), ("tokenize", TokenizeConfig),
-            ("sources.web", pipeline_config.SourceSpec), ("decontaminate.benchmarks.g", pipeline_config.BenchmarkSpec)]
+            ("sources.web", pipeline_config.SourceSpec), ("decontaminate.benchmarks.g", pipeline_config.BenchmarkSpec),
+            ("score.classifiers.0", ClassifierSpec)]
 TRAINER = [(f.name, f.type) for f in dataclasses.fields(train_config.TrainConfig) if f.name != "path"]
 TRAINER = [(name, typing.get_type_hints(train_config.TrainConfig)[name]) for name, _ in TRAINER]
 # keys built by pipeline/config.py itself, not read as settings
 NOT_SETTINGS = {"decontaminate.benchmarks"}
 # a benchmark without a valid name is named by its place in the list
-NAMED_AS = {"decontaminate.benchmarks.g.name": "decontaminate.benchmarks[0].name"}
+NAMED_AS = {"decontaminate.benchmarks.g.name": "decontaminate.benchmarks[0].name",
+            **{f"score.classifiers.0.{f}": f"score.classifiers[0].{f}" for f in ("model", "languages", "column",
+                                                                                 "min_quality")}}
 
 
 def leaves(section: str, cls) -> list[tuple[str, object, dict]]:
@@ -80,7 +83,8 @@ def pipeline_raw(tmp_path) -> dict:
     (tmp_path / "a.warc.gz").write_bytes(b"")
     (tmp_path / "g.jsonl").write_text('{"text": "x"}\n')
     return {"sources": {"web": {"format": "jsonl", "paths": ["*.warc.gz"]}},
-            "decontaminate": {"benchmarks": [{"name": "g", "paths": ["g.jsonl"]}]}}
+            "decontaminate": {"benchmarks": [{"name": "g", "paths": ["g.jsonl"]}]},
+            "score": {"classifiers": [{"model": str(REPO / "quality_models/default/quality_en.ftz"), "languages": ["en"]}]}}
 
 
 def with_value(raw: dict, key: str, value) -> dict:
@@ -88,6 +92,9 @@ def with_value(raw: dict, key: str, value) -> dict:
     parts = key.split(".")
     if parts[:2] == ["decontaminate", "benchmarks"]:        # the list entry named g
         raw["decontaminate"]["benchmarks"][0][parts[-1]] = value
+        return raw
+    if parts[:2] == ["score", "classifiers"] and len(parts) > 2:   # the first classifier's entry
+        raw["score"]["classifiers"][0][parts[-1]] = value
         return raw
     node = raw
     for p in parts[:-1]:

@@ -109,7 +109,7 @@ def test_output_follows_the_data_contract(pipeline_run):
     data, _ = pipeline_run
     cols = set(ds.dataset(str(data / "dedup"), format="parquet").schema.names)
     assert {"id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
-            "lang", "lang_score", "exact_hash", "quality_ft", "perplexity", "ppl_bucket"} <= cols
+            "lang", "lang_score", "exact_hash", "quality", "quality_en", "quality_zh", "perplexity", "ppl_bucket"} <= cols
     assert any(c.startswith("gopher_") for c in cols) and any(c.startswith("fineweb_") for c in cols)
     assert not {"status", "reason", "detail", "duplicate_of"} & cols
     meta = ds.dataset(str(data / "dedup"), format="parquet").files[0]
@@ -148,7 +148,8 @@ def test_scores_are_signals_with_per_language_buckets(pipeline_run):
     assert sc.stage == "score" and not sc.rejected  # nothing dropped on score alone by default
     scored = _read(data / "scored")
     english = [r for r in scored if r["lang"] == "en"]
-    assert english and all(0 <= r["quality_ft"] <= 1 and r["perplexity"] > 1 for r in english)
+    assert english and all(0 <= r["quality"] == r["quality_en"] <= 1 and r["quality_zh"] is None and r["perplexity"] > 1
+                       for r in english)
     cut = sc.extra["ppl_bucket_cutoffs"]["en"]
     for r in english:
         expected = "head" if r["perplexity"] <= cut["head_max"] else (
@@ -185,6 +186,6 @@ def test_score_thresholds_send_documents_to_rejected(spark, pipeline_run, tmp_pa
                         "score": {"min_quality": 0.5, "drop_buckets": ["tail"]}})
     stats = score.run(spark, cfg, str(tmp_path))
     kept = _read(tmp_path / "scored")
-    assert stats.rejected and set(stats.rejected) <= {"low_quality_ft", "ppl_bucket_tail"}
-    assert all(r["quality_ft"] is None or r["quality_ft"] >= 0.5 for r in kept)
+    assert stats.rejected and set(stats.rejected) <= {"low_quality", "ppl_bucket_tail"}
+    assert all(r["quality"] is None or r["quality"] >= 0.5 for r in kept)
     assert all(r["ppl_bucket"] != "tail" for r in kept)

@@ -53,8 +53,8 @@ def test_bundled_sample_config_is_valid():
      "score.drop_buckets"),
     ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "score": {"bucket_percentiles": [0.6, 0.3]}},
      "score.bucket_percentiles"),
-    ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "score": {"fasttext_model": "nope.ftz"}},
-     "score.fasttext_model"),
+    ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}},
+      "score": {"classifiers": [{"model": "nope.ftz", "languages": ["en"]}]}}, "score.classifiers[0].model"),
     ({"sources": {"web": {"format": "warc", "paths": ["*.warc.gz"]}}, "spark": {"executor.memory": "2g"}},
      "spark.executor.memory"),
 ])

@@ -9,7 +9,7 @@ Reads the run record only, never reruns anything:
    permutations) over the manifest's token shards (``id`` column; the token cache is rebuilt from the
    shards if it is gone); in a run that switched manifest versions, from the order and manifest of the
    segment of ``run.json``'s timeline that trained step N (train/data/timeline.py), named in the answer;
-3. each document's provenance and quality signals (``url``, ``lang``, ``quality_ft``, ``perplexity``,
+3. each document's provenance and quality signals (``url``, ``lang``, ``quality``, ``perplexity``,
    ``ppl_bucket``) joined on ``id`` from the corpus's document shards, ``<data>/decontaminated/`` then
    ``<data>/dedup/`` (``<data>`` = the manifest's folder's parent, or ``--data``), with a pyarrow filter
    on the ids: only the matching rows are read.
@@ -26,7 +26,8 @@ from pathlib import Path
 
 from train.plan import PlanError, read_plan
 
-SIGNALS = ("url", "lang", "quality_ft", "perplexity", "ppl_bucket")
+SIGNALS = ("url", "lang", "quality", "perplexity", "ppl_bucket")
+LEGACY = {"quality": "quality_ft"}   # a corpus scored before per-language classifiers named quality so
 DOC_DIRS = ("decontaminated", "dedup")
 
 
@@ -72,7 +73,7 @@ def data_step_of(run: Path, step: int, global_batch: int) -> tuple[int, str, dic
 
 
 def document_signals(data_dir: Path, ids: set[str]) -> tuple[dict[str, dict], str | None]:
-    """id -> {url, lang, quality_ft, perplexity, ppl_bucket} from the corpus's document shards, and the
+    """id -> {url, lang, quality, perplexity, ppl_bucket} from the corpus's document shards, and the
     folder they came from (None when none holds them)."""
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
@@ -88,12 +89,14 @@ def document_signals(data_dir: Path, ids: set[str]) -> tuple[dict[str, dict], st
             dataset = ds.dataset(folder, format="parquet")
         except (OSError, ValueError):
             continue
-        cols = ["id"] + [c for c in SIGNALS if c in dataset.schema.names]
-        if "id" not in dataset.schema.names:
+        names = dataset.schema.names
+        cols = {c: c if c in names else LEGACY.get(c) for c in SIGNALS}
+        cols = {k: v for k, v in cols.items() if v in names}
+        if "id" not in names:
             continue
-        table = dataset.to_table(columns=cols, filter=pc.field("id").isin(sorted(missing)))
+        table = dataset.to_table(columns=["id"] + list(cols.values()), filter=pc.field("id").isin(sorted(missing)))
         for rec in table.to_pylist():
-            found.setdefault(rec.pop("id"), rec)
+            found.setdefault(rec.pop("id"), {k: rec[v] for k, v in cols.items()})
             used = used or str(folder)
     return found, used
 
@@ -190,12 +193,12 @@ def format_trace(t: dict) -> str:
                      "(pass --data)")
     id_w = max([len("id")] + [len(d["id"]) for d in t["documents"]])      # ids are never cut
     src_w = max([len("source")] + [len(d["source"]) for d in t["documents"]])
-    cols = [("rows", 9), ("source", src_w), ("id", id_w), ("tokens [a-b)", 13), ("of", 6), ("quality_ft", 10),
+    cols = [("rows", 9), ("source", src_w), ("id", id_w), ("tokens [a-b)", 13), ("of", 6), ("quality", 10),
             ("perplexity", 10), ("bucket", 7), ("url", 60)]
     lines.append("  ".join(n.ljust(w) for n, w in cols).rstrip())
     for d in t["documents"]:
         rng = ",".join(f"{a}-{b}" for _, a, b, _ in d["pieces"])
-        vals = [",".join(map(str, d["rows"])), d["source"], d["id"], rng, d["doc_tokens"], d["quality_ft"],
+        vals = [",".join(map(str, d["rows"])), d["source"], d["id"], rng, d["doc_tokens"], d["quality"],
                 d["perplexity"], d["ppl_bucket"], d["url"]]
         lines.append("  ".join(_short(v, w).ljust(w) for v, (_, w) in zip(vals, cols)).rstrip())
     return "\n".join(lines)

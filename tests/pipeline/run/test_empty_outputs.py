@@ -16,7 +16,7 @@ from tests.conftest import make
 REPO = Path(__file__).resolve().parents[3]
 SAMPLE = REPO / "examples" / "sample"
 DOC_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("text", pa.string()),
-                        ("quality_ft", pa.float64())])
+                        ("quality", pa.float64())])
 TOKEN_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("tokens", pa.list_(pa.int32())),
                           ("n_tokens", pa.int32())])
 
@@ -121,7 +121,7 @@ def _assert_empty_chain(data: Path, stages: tuple[str, ...]) -> None:
         s = json.loads((data / "stats" / f"{stage}.json").read_text())
         assert s["records_out"] == 0, (stage, s)
         assert _rows(data / out[stage]).num_rows == 0
-    assert {"lang", "quality_ft", "ppl_bucket", "exact_hash", "minhash_cluster"} <= set(_rows(data / "dedup").schema.names)
+    assert {"lang", "quality", "ppl_bucket", "exact_hash", "minhash_cluster"} <= set(_rows(data / "dedup").schema.names)
 
 
 @pytest.mark.spark
@@ -192,10 +192,10 @@ def test_every_stage_on_empty_and_all_rejected_input(spark, tmp_path):
     data_c = tmp_path / "c"
     stats = [stage.run(spark, cfg_c, str(data_c)) for stage in (extract, clean, score, dedup)]
     kept_by_clean = stats[1].records_out
-    assert kept_by_clean and stats[2].rejected == {"low_quality_ft": kept_by_clean}, stats[2]
+    assert kept_by_clean and stats[2].rejected == {"low_quality": kept_by_clean}, stats[2]
     _assert_empty_chain(data_c, ("score", "dedup"))
     line = nothing_kept_line(load_chain(str(data_c), "dedup"))
-    assert line.startswith("nothing was kept: 0 of 4 documents; top reasons: ") and "low_quality_ft" in line
+    assert line.startswith("nothing was kept: 0 of 4 documents; top reasons: ") and "low_quality" in line
 
 
 # ---- the commands, once --------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The score stage's local distributions (pipeline/score/distributions.py) give Spark's numbers:
 percentile_approx per language and per (language, source), on data with ties and nulls. (Scores are
-never NaN: a perplexity comes from finite log-probabilities, quality_ft is a probability; Spark's
+never NaN: a perplexity comes from finite log-probabilities, quality is a probability; Spark's
 answer with NaN depends on how partitions merge.)"""
 from __future__ import annotations
 
@@ -17,18 +17,18 @@ from pipeline.score.distributions import LOCAL_MAX_ROWS, distributions, distribu
 
 def _scores(n: int, seed: int) -> pa.Table:
     rng = random.Random(seed)
-    rows = {"lang": [], "source": [], "quality_ft": [], "perplexity": []}
+    rows = {"lang": [], "source": [], "quality": [], "perplexity": []}
     for _ in range(n):
         lang = rng.choice(["en", "en", "en", "de", "fr", None])
         rows["lang"].append(lang)
         rows["source"].append(rng.choice(["web", "cc", "books"]))
         q = rng.choice([None, round(rng.random(), 2), 0.5])  # rounding and a constant make ties
-        rows["quality_ft"].append(q)
+        rows["quality"].append(q)
         # French has no KenLM model here: its perplexities are all null
         p = None if lang == "fr" else rng.choice([rng.lognormvariate(5, 1), 300.0, None])
         rows["perplexity"].append(p)
     return pa.table(rows, schema=pa.schema([("lang", pa.string()), ("source", pa.string()),
-                                            ("quality_ft", pa.float64()), ("perplexity", pa.float64())]))
+                                            ("quality", pa.float64()), ("perplexity", pa.float64())]))
 
 
 def _same(a, b) -> bool:
@@ -44,7 +44,7 @@ def _same(a, b) -> bool:
 @pytest.mark.spark
 def test_local_distributions_equal_spark_percentile_approx(spark, n, seed, cut):
     table = _scores(n, seed)
-    df = spark.createDataFrame(table.to_pylist(), "lang string, source string, quality_ft double, perplexity double")
+    df = spark.createDataFrame(table.to_pylist(), "lang string, source string, quality double, perplexity double")
     df = df.repartition(3)  # partial aggregates are merged too
     want_rows, want_cut = _distributions(df, *cut)
     got_rows, got_cut = distributions(table, *cut)
