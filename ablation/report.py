@@ -139,13 +139,14 @@ def _verdicts(res: dict, evaluations: dict | None = None, table_id: str = "verdi
                             '</tr>')
     table = (f'<table id="{table_id}"><tr><th class="l">{"domain" if evaluations is None else "task/metric"}</th>'
              f'<th class="l">variant</th><th>mean</th><th>sd</th><th>seeds</th><th>diff vs base</th>'
-             f'<th>{conf}% paired interval</th><th class="l">verdict</th></tr>{"".join(rows)}</table>')
+             f'<th>{conf}% interval</th><th class="l">verdict</th></tr>{"".join(rows)}</table>')
     if evaluations is not None:
         return table + ('<p class="note">lm-eval scores of each proxy\'s export; higher is better except for '
                         'perplexities and losses, and the verdicts follow that direction.</p>')
     return (table + f'<p class="note">Loss is the mean cross entropy per token (nats) on held-out text, the same '
             f'tokens for every proxy (one fixed tokenizer). A difference is the variant minus the base, paired seed by '
-            f'seed in list order; <b>better</b> means the whole {conf}% t-interval of the mean difference is below '
+            f'seed in list order when both ran on the same seeds, else (the null control) Welch\'s two-sample '
+            f'interval; <b>better</b> means the whole {conf}% t-interval of the mean difference is below '
             f'zero, <b>worse</b> above zero, else <b>within noise</b>. A row "A vs B" pairs variant A with variant B '
             f'the same way (the spec\'s <code>against</code>).</p>')
 

@@ -202,6 +202,7 @@ class Ablation:
     # --- statistics and output -----------------------------------------------------------------------------------
     def results(self, runs: dict, t0: float) -> dict:
         by_variant = {v.name: [runs[f"{v.name}-s{s}"] for s in v.seeds] for v in self.variants}
+        seeds_of = {v.name: v.seeds for v in self.variants}
         evaluations = {}
         for dom in self.spec.evaluations:
             base_vals = [r["evals"][dom] for r in by_variant[specs.BASE]]
@@ -210,11 +211,14 @@ class Ablation:
                 vals = [r["evals"][dom] for r in by_variant[v.name]]
                 entry = {"spread": stats.spread(vals).__dict__}
                 if v.name != specs.BASE:
-                    entry["vs_base"] = stats.paired(vals, base_vals, self.spec.confidence).as_dict()
-                    entry["pairs"] = [[a, b] for a, b in zip(v.seeds, self.variants[0].seeds)]
+                    entry["vs_base"] = stats.compare(vals, base_vals, v.seeds, self.variants[0].seeds,
+                                                     self.spec.confidence).as_dict()
+                    if v.seeds == self.variants[0].seeds:
+                        entry["pairs"] = [[a, b] for a, b in zip(v.seeds, self.variants[0].seeds)]
                 for other in v.against:
                     other_vals = [r["evals"][dom] for r in by_variant[other]]
-                    entry.setdefault("vs", {})[other] = stats.paired(vals, other_vals, self.spec.confidence).as_dict()
+                    entry.setdefault("vs", {})[other] = stats.compare(vals, other_vals, v.seeds, seeds_of[other],
+                                                                      self.spec.confidence).as_dict()
                 evaluations[dom]["variants"][v.name] = entry
         variants = {}
         for v in self.variants:
@@ -257,7 +261,8 @@ class Ablation:
                 vals = [r["harness"][key] for r in by_variant[v.name]]
                 e = {"spread": stats.spread(vals).__dict__}
                 if v.name != specs.BASE:
-                    e["vs_base"] = stats.paired(vals, base_vals, self.spec.confidence, low).as_dict()
+                    e["vs_base"] = stats.compare(vals, base_vals, v.seeds, self.variants[0].seeds,
+                                                 self.spec.confidence, low).as_dict()
                 entry["variants"][v.name] = e
             metrics[key] = entry
         return {"tasks": h.tasks, "ran": True, "limit": h.limit, "metrics": metrics}
@@ -305,7 +310,8 @@ def verdict_table(results: dict, what: str = "held-out loss (nats/token)", row: 
     dw = max(len(row), *(len(d) for d in results["evaluations"]))
     vw = max(7, *(len(v) for v in results["variants"]),
              *(len(o) + 5 for v in results["variants"].values() for o in v.get("against") or []))
-    lines = [f"{what}, mean ± sd over seeds; difference from base with its {conf}% paired t-interval:",
+    lines = [f"{what}, mean ± sd over seeds; difference from base with its {conf}% t-interval "
+             "(paired on shared seeds, else Welch):",
              f"  {row:<{dw}}  {'variant':<{vw}}  {value:>16}  {'diff':>8}  {'interval':>20}  verdict"]
     for dom, e in results["evaluations"].items():
         for name, v in e["variants"].items():

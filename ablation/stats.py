@@ -1,10 +1,15 @@
-"""Mean and spread over seeds, and a variant's paired difference from the base with its verdict.
+"""Mean and spread over seeds, and a variant's difference from the base with its interval and verdict.
 
 Plain Python and scipy's t quantile: no torch, no Spark. A difference is a variant's value minus the base's: for
-a held-out loss a negative difference is an improvement, for an lm-eval accuracy a positive one. Pairs are formed by position in the seed lists: the same
-seed on both sides when the variant trains on other data (the init and the data-order seed are then shared),
-other seeds when the variant is the null control (the base config again, so equal seeds would give equal
-models and a zero spread).
+a held-out loss a negative difference is an improvement, for an lm-eval accuracy a positive one.
+
+Which interval depends on what the two sides share. A variant that trains on other data with the base's seeds
+shares each proxy's init and data-order seed with its partner: the paired t-interval removes that shared noise.
+The null control (the base config again) must run on other seeds, or equal seeds would give equal models; its
+proxies share nothing with the base's, so pairing them by position is arbitrary, and the paired interval rests on
+n - 1 degrees of freedom of arbitrary differences (three seeds whose ranks happen to match give a tight interval
+around a chance shift). Welch's two-sample interval, with both sides' own spreads, is the test for it.
+`compare` chooses by the seeds.
 """
 from __future__ import annotations
 
@@ -25,13 +30,14 @@ class Spread:
 @dataclass
 class Paired:
     diff: float         # mean of (variant - base) over the pairs
-    std: float
+    std: float          # sd of the pair differences; for Welch's interval the standard error of the difference
     n: int
     low: float          # t-interval of the mean difference
     high: float
     confidence: float
     verdict: str
-    diffs: list[float]
+    diffs: list[float]  # per pair; for Welch's interval the two sides' values are in the spreads instead
+    test: str = "paired"   # or "welch"
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -46,7 +52,7 @@ def spread(values: list[float]) -> Spread:
     return Spread(mean, std, n, list(values))
 
 
-def t_quantile(confidence: float, df: int) -> float:
+def t_quantile(confidence: float, df: float) -> float:
     """The two-sided Student t critical value (12.71 for 95% with one degree of freedom)."""
     from scipy.stats import t
 
@@ -75,3 +81,31 @@ def paired(variant: list[float], base: list[float], confidence: float = 0.95, lo
     half = t_quantile(confidence, s.n - 1) * s.std / math.sqrt(s.n)
     low, high = s.mean - half, s.mean + half
     return Paired(s.mean, s.std, s.n, low, high, confidence, verdict(low, high, lower_is_better), diffs)
+
+
+def welch(variant: list[float], base: list[float], confidence: float = 0.95, lower_is_better: bool = True) -> Paired:
+    """Welch's t-interval of mean(variant) - mean(base) for two independent sets of seeds (Welch-Satterthwaite
+    degrees of freedom). Needs two values on each side."""
+    if len(variant) < 2 or len(base) < 2:
+        raise ValueError("a two-sample interval needs at least 2 seeds on each side")
+    v, b = spread(variant), spread(base)
+    qv, qb = v.std ** 2 / v.n, b.std ** 2 / b.n
+    diff = v.mean - b.mean
+    se = math.sqrt(qv + qb)
+    if se == 0:
+        low = high = diff
+        df = v.n + b.n - 2
+    else:
+        df = (qv + qb) ** 2 / (qv ** 2 / (v.n - 1) + qb ** 2 / (b.n - 1)) if qv or qb else v.n + b.n - 2
+        half = t_quantile(confidence, df) * se
+        low, high = diff - half, diff + half
+    return Paired(diff, se, min(v.n, b.n), low, high, confidence, verdict(low, high, lower_is_better), [], "welch")
+
+
+def compare(variant: list[float], base: list[float], variant_seeds: list[int], base_seeds: list[int],
+            confidence: float = 0.95, lower_is_better: bool = True) -> Paired:
+    """The paired interval when both sides ran on the same seeds (shared init and data order), else Welch's."""
+    if list(variant_seeds) == list(base_seeds):
+        return paired(variant, base, confidence, lower_is_better)
+    return welch(variant, base, confidence, lower_is_better)
+

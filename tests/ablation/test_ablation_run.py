@@ -1,7 +1,7 @@
 """`glassbox ablate` end to end on a planted case (ablation/): real Spark stages, real proxy training.
 
 Clean prose (WikiText-2 paragraphs) plus generated spam, the heuristic rules off in the base and on in the
-variant: the variant must come out "better" on held-out prose; the base again with other seeds (the null
+variant (the keyword lists off in both: they catch some of the spam too): the variant must come out "better" on held-out prose; the base again with other seeds (the null
 control) must come out "within noise". The ablation is killed while its proxies train, and the rerun must
 reuse the finished corpora and proxies instead of rebuilding or retraining them."""
 import json
@@ -31,7 +31,7 @@ def spec(tmp_path_factory):
     files = planted["files"]
     base = {"sources": {"prose": {"format": "jsonl", "paths": [files["prose-train"]]},
                         "spam": {"format": "jsonl", "paths": [files["spam"]]}},
-            "clean": {"languages": ["en"], "rules": []},
+            "clean": {"languages": ["en"], "rules": [], "safety": {"reject": []}},   # no rule, no keyword list
             "decontaminate": {"benchmarks": []},
             "tokenize": {"vocab_size": 1024, "shards_per_source": 1},
             "dedup": {"shards": 1},

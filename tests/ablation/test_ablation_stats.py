@@ -4,7 +4,7 @@ import math
 import pytest
 from scipy import stats as sps
 
-from ablation.stats import BETTER, NOISE, WORSE, paired, spread, t_quantile
+from ablation.stats import BETTER, NOISE, WORSE, compare, paired, spread, t_quantile, welch
 
 
 def test_spread_is_the_mean_and_sample_sd():
@@ -46,3 +46,28 @@ def test_a_score_where_higher_is_better_turns_the_verdict_round():
     assert paired(up, base, lower_is_better=False).verdict == BETTER
     assert paired(base, up, lower_is_better=False).verdict == WORSE
     assert paired(up, base).verdict == WORSE                     # the same numbers read as a loss
+
+
+def test_welchs_interval_is_scipys():
+    variant, base = [5.269, 5.293, 5.279, 5.31], [5.262, 5.283, 5.273]
+    w = welch(variant, base, 0.95)
+    ci = sps.ttest_ind(variant, base, equal_var=False).confidence_interval(0.95)
+    assert (w.low, w.high) == (pytest.approx(ci.low), pytest.approx(ci.high)) and w.test == "welch"
+    with pytest.raises(ValueError, match="2 seeds on each side"):
+        welch([1.0], [1.0, 2.0])
+
+
+def test_compare_pairs_shared_seeds_only():
+    """The null control's seeds share nothing with the base's: three seeds whose ranks happen to match the
+    base's give a tight paired interval around a chance shift (the planted case's figures), Welch's does not."""
+    base, null = [5.2618, 5.2834, 5.2731], [5.2692, 5.2927, 5.2795]
+    assert paired(null, base).verdict == WORSE
+    assert compare(null, base, [4, 5, 6], [1, 2, 3]).test == "welch"
+    assert compare(null, base, [4, 5, 6], [1, 2, 3]).verdict == NOISE
+    same = compare(null, base, [1, 2, 3], [1, 2, 3])
+    assert same.test == "paired" and same.verdict == WORSE
+
+
+def test_identical_sides_on_other_seeds_are_within_noise():
+    assert welch([5.0, 5.0], [5.0, 5.0]).verdict == NOISE
+    assert welch([6.0, 6.0], [5.0, 5.0]).verdict == WORSE     # no spread at all: the difference is exact
