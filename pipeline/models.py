@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from pathlib import Path
 
 
@@ -139,3 +140,22 @@ def load_fasttext(path: str | os.PathLike, what: str = "fastText quality model",
         return open_fasttext(p)
     except (ValueError, RuntimeError, MemoryError) as e:
         raise ModelError(f"{what} at {p} could not be loaded ({e}): {fix}") from None
+
+
+class ProcessCache:
+    """One loaded model per key and process (an executor's Python worker loads each file once, whichever of its
+    threads asks first); `make` builds and loads it, so a bad file fails there with its clear message."""
+
+    def __init__(self):
+        self._models: dict = {}
+        self._lock = threading.Lock()
+
+    def get(self, key, make):
+        model = self._models.get(key)
+        if model is None:
+            with self._lock:
+                model = self._models.get(key)
+                if model is None:
+                    model = self._models[key] = make()
+        return model
+

@@ -10,13 +10,13 @@ loaded once per process and cached.
 from __future__ import annotations
 
 import os
-import threading
 from pathlib import Path
+
+from pipeline.models import ProcessCache
 
 UNKNOWN = ("unknown", 0.0)
 _LABEL_PREFIX = "__label__"
-_CACHE: dict[str, "LanguageIdentifier"] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE = ProcessCache()
 
 
 def default_model_path() -> Path:
@@ -72,12 +72,9 @@ class LanguageIdentifier:
 def get_identifier(model_path: str | os.PathLike | None = None) -> LanguageIdentifier:
     """The process-wide identifier for a model file (one load per executor process)."""
     key = str(Path(model_path) if model_path is not None else default_model_path())
-    ident = _CACHE.get(key)
-    if ident is None:
-        with _CACHE_LOCK:
-            ident = _CACHE.get(key)
-            if ident is None:
-                ident = LanguageIdentifier(key)
-                ident._load()  # fail here, with the clear message, rather than deep inside a batch
-                _CACHE[key] = ident
+    return _CACHE.get(key, lambda: _loaded(LanguageIdentifier(key)))
+
+
+def _loaded(ident: LanguageIdentifier) -> LanguageIdentifier:
+    ident._load()  # fail here, with the clear message, rather than deep inside a batch
     return ident

@@ -13,12 +13,11 @@ fastText 0.9.3 under numpy 2 raises on `model.predict("one string")`; we always 
 from __future__ import annotations
 
 import os
-import threading
 import unicodedata
 from pathlib import Path
 
 from pipeline.clean.words import segment_lines
-from pipeline.models import ModelError, fasttext_labels, load_fasttext
+from pipeline.models import ModelError, ProcessCache, fasttext_labels, load_fasttext
 
 HQ_LABEL = "__label__hq"
 LQ_LABEL = "__label__lq"
@@ -27,8 +26,7 @@ FIX = "train one with `glassbox train-classifier` (docs/quality.md) or run `make
 # fastText averages word vectors, so a long document's first 20k characters score it as well as all of it
 # would, and the cost stays bounded on giant pages.
 MAX_CHARS = 20_000
-_CACHE: dict[tuple[str, int], "QualityClassifier"] = {}
-_CACHE_LOCK = threading.Lock()
+_CACHE = ProcessCache()   # keyed by (path, mtime)
 
 
 # A line break is a token of its own: a page of short lines (menus, lists, captions) and a paragraph of prose
@@ -99,12 +97,9 @@ def get_classifier(model_path: str | os.PathLike) -> QualityClassifier:
     The cache key includes the file's modification time, so a retrained model is picked up."""
     p = Path(model_path)
     key = (str(p), p.stat().st_mtime_ns if p.is_file() else -1)
-    clf = _CACHE.get(key)
-    if clf is None:
-        with _CACHE_LOCK:
-            clf = _CACHE.get(key)
-            if clf is None:
-                clf = QualityClassifier(p)
-                clf.load()  # fail here, with the clear message, rather than deep inside a batch
-                _CACHE[key] = clf
+    return _CACHE.get(key, lambda: _loaded(QualityClassifier(p)))
+
+
+def _loaded(clf: QualityClassifier) -> QualityClassifier:
+    clf.load()  # fail here, with the clear message, rather than deep inside a batch
     return clf
