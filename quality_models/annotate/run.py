@@ -224,7 +224,7 @@ def main(argv=None) -> int:
         finish(args.out, requests, args.model, skipped, None)
         print(f"annotate: {e}", file=sys.stderr)
         return 1
-    s = finish(args.out, requests, args.model, skipped, asdict(result))
+    s = finish(args.out, requests, result.model, skipped, asdict(result))
     for what in result.problems:
         print(f"annotate:   {what}", file=sys.stderr)
     print(f"annotate: labels in {args.out / 'labels.jsonl'}", file=sys.stderr)

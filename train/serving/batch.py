@@ -71,6 +71,7 @@ class Summary:
     retries: int = 0            # retried attempts, all requests together
     torn_lines: int = 0         # unreadable lines found in OUTPUT
     elapsed_s: float = 0.0
+    model: str | None = None    # the model asked: --model, or the first the server lists
     problems: list = field(default_factory=list)   # the first invalid lines and exhausted ids, with reasons
 
 
@@ -313,6 +314,7 @@ async def run(settings: Settings) -> Summary:
         try:
             if model is None:
                 model = await runner.discover_model(client)
+            summary.model = model
             workers = [asyncio.create_task(worker()) for _ in range(settings.concurrency)]
             seen: set[str] = set()
             with open(settings.input, "rb") as f:     # decoded line by line: one bad line is one invalid line
