@@ -137,6 +137,28 @@ train-classifier: setup
 	$(GLASSBOX) train-classifier --lang $(CLASSIFIER_LANG) $(if $(POSITIVES),--positives $(POSITIVES)) \
 	  $(if $(NEGATIVES),--negatives $(NEGATIVES)) $(if $(LABELS),--labels $(LABELS) --threshold $(THRESHOLD)) --out $(OUT)
 
+# Labels from a large model (docs/quality.md): grade N documents of a DATA folder (or JSONL/Parquet files) through
+# any OpenAI-compatible endpoint into OUT/labels.jsonl, which make train-classifier LABELS=... reads. Rerun the same
+# command to continue a stopped annotation. The API key is read from the environment variable KEY_ENV.
+#   make annotate [DATA=data/sample] URL=http://127.0.0.1:8000/v1 [NAME=<model>] [N=1000] [OUT=DATA/annotate]
+#                 [ANNOTATE_LANG=en] [ANNOTATE_SOURCE=web] [RUBRIC=my-rubric.md] [SEED=0] [RPM=60] [KEY_ENV=OPENAI_API_KEY]
+N ?= 1000
+SEED ?= 0
+URL ?=
+RUBRIC ?=
+RPM ?=
+KEY_ENV ?=
+ANNOTATE_LANG ?=
+ANNOTATE_SOURCE ?=
+ANNOTATE_OUT = $(if $(filter command line environment,$(origin OUT)),$(OUT),$(DATA)/annotate)
+.PHONY: annotate
+annotate: setup
+	$(if $(URL),,$(error make annotate needs URL=<OpenAI base URL>, e.g. URL=http://127.0.0.1:8000/v1 (make serve)))
+	$(GLASSBOX) annotate $(DATA) --url $(URL) --n $(N) --seed $(SEED) --out $(ANNOTATE_OUT) \
+	  $(if $(NAME),--model $(NAME)) $(if $(ANNOTATE_LANG),--lang $(ANNOTATE_LANG)) \
+	  $(if $(ANNOTATE_SOURCE),--source $(ANNOTATE_SOURCE)) $(if $(RUBRIC),--rubric $(RUBRIC)) \
+	  $(if $(RPM),--rpm $(RPM)) $(if $(KEY_ENV),--api-key-env $(KEY_ENV))
+
 # The packages executors import travel with --py-files (their data files too), so the same command runs on a cluster.
 EXECUTOR_PACKAGES := pipeline glassbox
 $(PY_FILES): scripts/executor_zip.py $(shell find $(EXECUTOR_PACKAGES) -type f -not -path '*/__pycache__/*') | $(VENV)/.setup-done

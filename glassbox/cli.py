@@ -25,6 +25,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "ablate": ("ablation.run", "proxy-model ablations of pipeline variants, with verdicts and a report: SPEC.yaml"),
     "train-classifier": ("quality_models.train", "a fastText quality classifier and its card from inputs or labels: "
                                                  "--lang L --positives ... --negatives ... --out M.ftz"),
+    "annotate": ("quality_models.annotate.run", "grade a stratified sample of documents with a large model into "
+                                                "labels: DATA --url URL --n N --out DIR"),
 }
 
 

@@ -68,6 +68,7 @@ class Doc:
     license: str | None = None
     source: str | None = None
     file: str | None = None
+    id: str | None = None    # the row's own id, when it has one (what an annotation's label rows are keyed by)
 
 
 def parse_spec(arg: str) -> InputSpec:
@@ -158,7 +159,8 @@ def read_input(spec: InputSpec, skipped: Counter) -> list[Doc]:
             group = None if row.get("split_by_chunk") else _group(row.get("id"), fallback)
             out.append(Doc(text=text, group=group, input=spec.name, lang=row.get("lang") or spec.options.get("lang"),
                            license=row.get("license") or spec.options.get("license"),
-                           source=row.get("source"), file=path))
+                           source=row.get("source"), file=path,
+                           id=None if row.get("id") in (None, "") else str(row.get("id"))))
     return out
 
 

@@ -92,3 +92,61 @@ class ServerProcess:
                     return m
             time.sleep(0.05)
         raise AssertionError(f"no server output matching {pattern!r} within {timeout}s:\n" + "".join(self.lines[-40:]))
+
+
+class FakeOpenAI:
+    """A scripted OpenAI-compatible endpoint in a thread, for the answers a real server will not give on demand
+    (429 with Retry-After, 5xx, a hang, a refusal, a reply that holds no grade). ``answer(body, n)`` gets the
+    request's JSON and its 1-based number and returns ``(status, reply text or error message, headers)``, or
+    ``None`` to hang past the client's timeout. Every request is recorded: ``(path, headers, body, time)``."""
+
+    def __init__(self, answer, model: str = "fake-grader", hang_s: float = 5.0):
+        import json
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.answer, self.model, self.requests, self.lock = answer, model, [], threading.Lock()
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, obj: dict, headers: dict | None = None) -> None:
+                data = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": fake.model, "object": "model"}]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                with fake.lock:
+                    fake.requests.append((self.path, dict(self.headers), body, time.monotonic()))
+                    n = len(fake.requests)
+                got = fake.answer(body, n)
+                if got is None:
+                    time.sleep(hang_s)
+                    return
+                status, text, headers = got
+                if status != 200:
+                    self._send(status, {"error": {"message": text, "type": "invalid_request_error"}}, headers)
+                    return
+                self._send(200, {"id": f"c{n}", "object": "chat.completion", "model": fake.model,
+                                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                              "finish_reason": "stop"}],
+                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}, headers)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

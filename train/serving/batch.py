@@ -18,6 +18,8 @@ Input, one JSON object a line: ``{"id": ..., "prompt": "..."}`` (``/v1/completio
 - A rerun with the same OUTPUT skips every id already there (a torn last line from a crash is cut off first),
   so running until it exits 0 leaves each input id exactly once in the output. ``--retry-errors`` drops the
   recorded ``error`` lines first and tries those ids again.
+- ``--api-key-env NAME`` sends ``Authorization: Bearer $NAME`` (a hosted API's key, never on the command line);
+  ``--rpm`` spaces the attempts (retries included) to at most that many requests a minute.
 - A summary at the end (stderr, and ``--summary FILE`` as JSON); the exit status is 1 when some inputs have no
   result yet (retries exhausted) or some input lines were invalid, else 0.
 """
@@ -53,6 +55,8 @@ class Settings:
     defaults: dict = field(default_factory=dict)
     retry_errors: bool = False
     progress_every: float = 10.0
+    headers: dict = field(default_factory=dict)   # sent with every request (e.g. Authorization)
+    rpm: float = 0.0                               # at most this many attempts a minute (0: no limit)
 
 
 @dataclass
@@ -67,6 +71,7 @@ class Summary:
     retries: int = 0            # retried attempts, all requests together
     torn_lines: int = 0         # unreadable lines found in OUTPUT
     elapsed_s: float = 0.0
+    model: str | None = None    # the model asked: --model, or the first the server lists
     problems: list = field(default_factory=list)   # the first invalid lines and exhausted ids, with reasons
 
 
@@ -79,6 +84,17 @@ class Transient(Exception):
 def normalize_url(url: str) -> str:
     url = url.rstrip("/")
     return url + "/v1" if urlsplit(url).path in ("", "/") else url
+
+
+def auth_headers(env_name: str | None, required: bool) -> dict:
+    """``Authorization: Bearer <key>`` from the environment variable ``env_name`` (a key never travels on the
+    command line, where ``ps`` shows it); an unset variable is an error when it was asked for, else no header."""
+    key = os.environ.get(env_name or "", "").strip()
+    if key:
+        return {"Authorization": f"Bearer {key}"}
+    if env_name and required:
+        raise ValueError(f"--api-key-env {env_name}: the environment variable {env_name} is not set")
+    return {}
 
 
 def key_of(record_id) -> str:
@@ -181,6 +197,20 @@ def _retry_after(headers) -> float | None:
 class Runner:
     def __init__(self, settings: Settings, summary: Summary):
         self.s, self.summary = settings, summary
+        self.next_slot = 0.0          # monotonic time of the next attempt --rpm allows
+        self.pace_lock: asyncio.Lock | None = None
+
+    async def pace(self) -> None:
+        """With --rpm, wait for this attempt's slot: attempts start at least 60/rpm seconds apart."""
+        if self.s.rpm <= 0:
+            return
+        if self.pace_lock is None:
+            self.pace_lock = asyncio.Lock()
+        async with self.pace_lock:
+            now = time.monotonic()
+            slot = max(now, self.next_slot)
+            self.next_slot = slot + 60.0 / self.s.rpm
+        await asyncio.sleep(slot - now)
 
     def delay(self, attempt: int, retry_after: float | None) -> float:
         """Exponential backoff with jitter (half to all of the step), at least the server's Retry-After."""
@@ -191,6 +221,7 @@ class Runner:
         """One attempt: the JSON answer, an (error dict) for a final 4xx, or Transient."""
         import httpx2
 
+        await self.pace()
         try:
             async with asyncio.timeout(self.s.timeout):
                 r = await client.request(method, self.s.url + path, json=body)
@@ -246,7 +277,7 @@ async def run(settings: Settings) -> Summary:
     done = load_done(settings.output, settings.retry_errors, summary)
     runner = Runner(settings, summary)
     limits = httpx2.Limits(max_connections=settings.concurrency, max_keepalive_connections=settings.concurrency)
-    async with httpx2.AsyncClient(limits=limits, timeout=None) as client:
+    async with httpx2.AsyncClient(limits=limits, timeout=None, headers=settings.headers) as client:
         queue: asyncio.Queue = asyncio.Queue(maxsize=2 * settings.concurrency)
         model: str | None = settings.model
         out = open(settings.output, "a", encoding="utf-8")
@@ -283,6 +314,7 @@ async def run(settings: Settings) -> Summary:
         try:
             if model is None:
                 model = await runner.discover_model(client)
+            summary.model = model
             workers = [asyncio.create_task(worker()) for _ in range(settings.concurrency)]
             seen: set[str] = set()
             with open(settings.input, "rb") as f:     # decoded line by line: one bad line is one invalid line
@@ -330,21 +362,28 @@ def parse_args(argv=None) -> tuple[Settings, str | None]:
     p.add_argument("--max-backoff", type=float, default=30.0, help="longest retry delay (default 30)")
     p.add_argument("--max-tokens", type=int, default=None, help="default max_tokens for lines without one")
     p.add_argument("--temperature", type=float, default=None, help="default temperature for lines without one")
+    p.add_argument("--api-key-env", default=None, metavar="NAME",
+                   help="send 'Authorization: Bearer' with the key in this environment variable")
+    p.add_argument("--rpm", type=float, default=0.0, help="at most this many requests a minute (default: no limit)")
     p.add_argument("--retry-errors", action="store_true", help="drop recorded error lines and try those ids again")
     p.add_argument("--summary", default=None, help="also write the summary to this JSON file")
     a = p.parse_args(argv)
     for name in ("concurrency",):
         if getattr(a, name) < 1:
             p.error(f"--{name} must be >= 1")
-    if a.retries < 0 or a.timeout <= 0 or a.backoff < 0 or a.max_backoff < 0:
-        p.error("--retries, --backoff and --max-backoff must be >= 0 and --timeout > 0")
+    if a.retries < 0 or a.timeout <= 0 or a.backoff < 0 or a.max_backoff < 0 or a.rpm < 0:
+        p.error("--retries, --backoff, --max-backoff and --rpm must be >= 0 and --timeout > 0")
     if not a.input.is_file():
         p.error(f"{a.input}: no such file")
     if a.input.resolve() == a.output.resolve():
         p.error("OUTPUT must differ from INPUT")
     defaults = {k: v for k, v in (("max_tokens", a.max_tokens), ("temperature", a.temperature)) if v is not None}
+    try:
+        headers = auth_headers(a.api_key_env, required=True)
+    except ValueError as e:
+        p.error(str(e))
     return Settings(a.input, a.output, normalize_url(a.url), a.model, a.concurrency, a.timeout, a.retries,
-                    a.backoff, a.max_backoff, defaults, a.retry_errors), a.summary
+                    a.backoff, a.max_backoff, defaults, a.retry_errors, headers=headers, rpm=a.rpm), a.summary
 
 
 def main(argv=None) -> int:

@@ -184,3 +184,40 @@ def test_undecodable_and_unencodable_lines_are_invalid_lines_the_rest_runs(serve
     assert any(f"{inp}:2: not UTF-8 (byte 0xe9" in p for p in s["problems"]), s["problems"]
     assert any(f"{inp}:4: " in p and "lone surrogate" in p for p in s["problems"]), s["problems"]
     assert_each_once(out, [0, 1, 2, 3])
+
+
+def test_api_key_header_and_requests_per_minute(tmp_path, monkeypatch):
+    """--api-key-env sends the key as a Bearer token (to /models too); --rpm spaces the attempts, retries
+    included, 60/rpm seconds apart, whatever the concurrency."""
+    import asyncio
+
+    from serving_fixtures import FakeOpenAI
+    from train.serving.batch import Settings, auth_headers, parse_args, run
+
+    fake = FakeOpenAI(lambda body, n: (429, "slow down", {"Retry-After": "0"}) if n == 2 else (200, "ok", {}))
+    try:
+        inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+        inp.write_text("".join(json.dumps({"id": i, "messages": [{"role": "user", "content": "hi"}]}) + "\n"
+                               for i in range(5)))
+        monkeypatch.setenv("GLASSBOX_TEST_KEY", "sk-test-123")
+        settings, _ = parse_args([str(inp), str(out), "--url", fake.url, "--api-key-env", "GLASSBOX_TEST_KEY",
+                                  "--rpm", "600", "--concurrency", "4", "--backoff", "0"])
+        assert settings.headers == {"Authorization": "Bearer sk-test-123"} and settings.rpm == 600
+        summary = asyncio.run(run(settings))
+        assert summary.done == 5 and summary.retries == 1
+        times = [t for *_, t in fake.requests]
+        gaps = [b - a for a, b in zip(times, times[1:])]          # 0.1 s apart, give or take the loopback's jitter
+        assert len(times) == 6 and min(gaps) > 0.07 and times[-1] - times[0] >= 0.48, gaps
+        assert all(h.get("Authorization") == "Bearer sk-test-123" for _, h, _, _ in fake.requests)
+        assert_each_once(out, list(range(5)))
+        # no limit: the same five go out together
+        fake.requests.clear()
+        asyncio.run(run(Settings(inp, tmp_path / "fast.jsonl", fake.url, concurrency=5, backoff=0)))
+        times = sorted(t for *_, t in fake.requests)
+        assert "Authorization" not in fake.requests[0][1] and times[-1] - times[0] < 0.4
+    finally:
+        fake.close()
+    monkeypatch.delenv("GLASSBOX_TEST_KEY")
+    with pytest.raises(ValueError, match="GLASSBOX_TEST_KEY is not set"):
+        auth_headers("GLASSBOX_TEST_KEY", required=True)
+    assert auth_headers("GLASSBOX_TEST_KEY", required=False) == {} and auth_headers(None, required=True) == {}
