@@ -86,7 +86,8 @@ def lines_in(path: Path) -> int:
 def test_annotate_killed_and_rerun_then_trained_on_and_scored(server, tmp_path):
     data, out, rubric = data_folder(tmp_path), tmp_path / "edu", tmp_path / "short.md"
     rubric.write_text(RUBRIC)
-    # one request in flight, 0.4 s apart (--rpm 150): the kill lands between two requests, not during one
+    # one request in flight at a time, 0.4 s apart (--rpm 150): the kill usually lands between two requests; one
+    # in flight at the kill (a loaded machine) has no result and is asked again, the only request paid twice
     cmd = [sys.executable, "-m", "glassbox.cli", "annotate", str(data), "--url", server.url, "--out", str(out),
            "--n", str(N), "--seed", "3", "--rubric", str(rubric), "--max-chars", "400", "--max-tokens", "1",
            "--concurrency", "1", "--rpm", "150", "--api-key-env", "ANNOTATE_KEY"]
@@ -102,13 +103,15 @@ def test_annotate_killed_and_rerun_then_trained_on_and_scored(server, tmp_path):
     first.wait(timeout=30)
     at_kill = lines_in(results)
     time.sleep(0.5)                                            # anything in flight would be logged by now
-    assert 5 <= at_kill < N and posts(server) - before == at_kill, (at_kill, posts(server) - before)
+    in_flight = posts(server) - before - at_kill
+    assert 5 <= at_kill < N and in_flight in (0, 1), (at_kill, in_flight)
 
     second = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
     assert second.returncode == 0, second.stderr
     assert f"annotate: {N} documents, {N} with a result, 0 pending" in second.stderr
     time.sleep(0.3)
-    assert posts(server) - before == N                         # N documents, N requests: none paid for twice
+    # N documents, N requests (N + 1 when one was in flight at the kill): no document with a result asked again
+    assert N <= posts(server) - before <= N + 1, (posts(server) - before, in_flight)
     res = [json.loads(line) for line in results.read_text().splitlines()]
     assert sorted(Counter(r["id"] for r in res).values()) == [1] * N and sum(r["attempts"] for r in res) == N
     summary = json.loads((out / "summary.json").read_text())
