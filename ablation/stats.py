@@ -92,11 +92,10 @@ def welch(variant: list[float], base: list[float], confidence: float = 0.95, low
     qv, qb = v.std ** 2 / v.n, b.std ** 2 / b.n
     diff = v.mean - b.mean
     se = math.sqrt(qv + qb)
-    if se == 0:
+    if se == 0:                  # no spread on either side: the difference is exact
         low = high = diff
-        df = v.n + b.n - 2
     else:
-        df = (qv + qb) ** 2 / (qv ** 2 / (v.n - 1) + qb ** 2 / (b.n - 1)) if qv or qb else v.n + b.n - 2
+        df = (qv + qb) ** 2 / (qv ** 2 / (v.n - 1) + qb ** 2 / (b.n - 1))
         half = t_quantile(confidence, df) * se
         low, high = diff - half, diff + half
     return Paired(diff, se, min(v.n, b.n), low, high, confidence, verdict(low, high, lower_is_better), [], "welch")
@@ -108,4 +107,3 @@ def compare(variant: list[float], base: list[float], variant_seeds: list[int], b
     if list(variant_seeds) == list(base_seeds):
         return paired(variant, base, confidence, lower_is_better)
     return welch(variant, base, confidence, lower_is_better)
-
