@@ -98,7 +98,7 @@ _JVM = re.compile(r"spark-submit|spark-class|(^|/)java( |$)|start-(master|worker
 _MAKE_TRAINER = {"pretrain", "demo"}
 _MAKE_JVM = {"clean-dedup", "tokenize", "mix", "demo", "spark-cluster", "bench", "bench-e2e", "bench-dedup"}
 _recording: list | None = None        # what the test or fixture running now started
-_fixture_kinds: dict[str, set] = {}   # fixture name -> what its setup started, in this session
+_fixture_kinds: dict[tuple, set] = {}  # (where it is defined, fixture name) -> what its setup started
 _real_popen_init = subprocess.Popen.__init__
 
 
@@ -145,6 +145,17 @@ def pytest_unconfigure(config):
         once.end_run()
 
 
+def _fixture_key(fixturedef) -> tuple:
+    """Fixtures are told apart by where they are defined too: two modules may each have a `reference`."""
+    return fixturedef.baseid, fixturedef.argname
+
+
+def _used_fixtures(item) -> list[tuple]:
+    """The fixtures a test sets up: for each name, the definition that wins (the closest one)."""
+    defs = item._fixtureinfo.name2fixturedefs
+    return [_fixture_key(defs[name][-1]) for name in item.fixturenames if defs.get(name)]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef, request):
     global _recording
@@ -153,7 +164,7 @@ def pytest_fixture_setup(fixturedef, request):
         return (yield)
     finally:
         started = set().union(*_recording)
-        _fixture_kinds.setdefault(fixturedef.argname, set()).update(started)
+        _fixture_kinds.setdefault(_fixture_key(fixturedef), set()).update(started)
         if outer is not None:
             outer.append(started)
         _recording = outer
@@ -169,7 +180,7 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_teardown(item, nextitem):
     global _recording
-    started = set().union(*(_recording or [])).union(*(_fixture_kinds.get(f, set()) for f in item.fixturenames))
+    started = set().union(*(_recording or [])).union(*(_fixture_kinds.get(f, set()) for f in _used_fixtures(item)))
     _recording = None
     marks = {m.name for m in item.iter_markers()}
     missing = [kind for kind in sorted(started) if not marks & set(_REQUIRED[kind])]
