@@ -152,7 +152,7 @@ def _fixture_key(fixturedef) -> tuple:
 
 def _used_fixtures(item) -> list[tuple]:
     """The fixtures a test sets up: for each name, the definition that wins (the closest one)."""
-    defs = item._fixtureinfo.name2fixturedefs
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
     return [_fixture_key(defs[name][-1]) for name in item.fixturenames if defs.get(name)]
 
 
