@@ -451,3 +451,12 @@ ablate-quality-data: setup
 ablate-quality: ablate-quality-data
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-en.yaml
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-zh.yaml
+
+# The English classifier with software documentation (code kept) as an eighth positive kind, against the default
+# (docs/quality.md, "Documentation with its code"); not a default model, so it is trained into data/.
+DOCS_EN := quality_models/data/docs/en-software-docs.jsonl.gz
+.PHONY: ablate-quality-docs
+ablate-quality-docs: ablate-quality-data
+	$(TRAIN_CLASSIFIER) --lang en --positives $(QUALITY_POS_EN) $(DOCS_EN):lang=en --negatives $(QUALITY_NEG_EN) \
+	  --out data/ablate-quality/quality_en_docs.ftz
+	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-en-docs.yaml
