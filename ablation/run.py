@@ -35,7 +35,7 @@ class Ablation:
         self.spec, self.variants, self.plan, self.out = spec, variants, plan, out
         self._spark = None
         self.corpora: dict[str, dict] = {}       # key -> record
-        self.corpus_of: dict[str, str] = {}      # variant -> key
+        self.corpus_of: dict[tuple, str] = {}    # (variant, seed) -> key
 
     # --- Spark, started only when a corpus has work ------------------------------------------------------------
     def spark(self):
@@ -74,22 +74,26 @@ class Ablation:
         desc = self.tokenizer_desc()
         tok_path = os.path.join(self.out, "tokenizer.model")
         base = self.variants[0]
+        base_raw = specs.load_file(self.spec.base)
         groups: dict[str, list] = {}
         for v in self.variants:
-            raw = json.loads(json.dumps(v.raw))
-            (raw.get("tokenize") or {}).pop("tokenizer", None)   # the key names the tokenizer by its content
-            key = corpora.corpus_key(raw, desc)
-            self.corpus_of[v.name] = key
-            groups.setdefault(key, []).append(v)
-        base_key = self.corpus_of[base.name]
+            for seed, cv in specs.corpus_variants(v, base_raw, self.spec.tokenizer.path).items():
+                raw = json.loads(json.dumps(cv.raw))
+                (raw.get("tokenize") or {}).pop("tokenizer", None)   # the key names the tokenizer by its content
+                key = corpora.corpus_key(raw, desc)
+                self.corpus_of[(v.name, seed)] = key
+                if all(cv is not m for m in groups.setdefault(key, [])):
+                    groups[key].append(cv)
+        base_key = self.corpus_of[(base.name, base.seeds[0])]
         order = [base_key] + [k for k in groups if k != base_key]
         for key in order:
             members = groups[key]
             cdir = os.path.join(self.out, "corpora", key)
-            seeds = sorted({s for v in members for s in v.seeds})
+            seeds = sorted({s for (_, s), k in self.corpus_of.items() if k == key})
             record = corpora.read_record(cdir)
             names = ", ".join(v.name for v in members)
-            if record and record.get("key") == key and all(str(s) in record["manifests"] for s in seeds):
+            if record and record.get("key") == key and all(os.path.isfile(record["manifests"].get(str(s), ""))
+                                                           for s in seeds):   # a moved folder writes them again
                 say(f"corpus {key} ({names}): finished earlier with the same config; reused")
             else:
                 record = self.build_corpus(key, key == base_key, members, seeds, tok_path)
@@ -116,7 +120,7 @@ class Ablation:
                                                                            about=v.about),
                                                  specs.load_file(self.spec.base), self.spec.seeds, tok_path)
                            for v in members]
-            base_dir = os.path.join(self.out, "corpora", self.corpus_of[specs.BASE])
+            base_dir = os.path.join(self.out, "corpora", self.corpus_of[(specs.BASE, self.variants[0].seeds[0])])
             offered = corpora.seed_from(base_dir, cdir)
             say(f"corpus {key} ({names}): " + (f"offered the base corpus's finished stages ({', '.join(offered)}); "
                                                "the stage runner keeps the unchanged ones" if offered
@@ -136,8 +140,8 @@ class Ablation:
 
         jobs = []
         for v in self.variants:
-            record = self.corpora[self.corpus_of[v.name]]
             for seed in v.seeds:
+                record = self.corpora[self.corpus_of[(v.name, seed)]]
                 name = proxy.run_name(v.name, seed)
                 run = os.path.join(self.out, "proxies", name)
                 manifest = record["manifests"][str(seed)]
@@ -222,12 +226,13 @@ class Ablation:
                 evaluations[dom]["variants"][v.name] = entry
         variants = {}
         for v in self.variants:
-            rec = self.corpora[self.corpus_of[v.name]]
+            keys = list(dict.fromkeys(self.corpus_of[(v.name, s)] for s in v.seeds))
+            rec = self.corpora[keys[0]]
             variants[v.name] = {
                 "overrides": v.overrides, "about": v.about, "seeds": v.seeds, "against": v.against,
-            "corpus": self.corpus_of[v.name],
-                "corpus_dir": os.path.join(self.out, "corpora", self.corpus_of[v.name]),
-                "kept": {"documents": rec["documents"], "tokens": rec["tokens"], "sources": rec["sources"]},
+                "corpus": keys[0],
+                "corpus_dir": os.path.join(self.out, "corpora", keys[0]),
+                "kept": kept_of([self.corpora[k] for k in keys]),
                 "stages": rec["stages"],
                 "proxies": [{**{k: r[k] for k in ("seed", "run", "manifest", "status", "wall_s", "evals",
                                                   "final_train_loss", "epochs", "curve")},
@@ -266,6 +271,19 @@ class Ablation:
                 entry["variants"][v.name] = e
             metrics[key] = entry
         return {"tasks": h.tasks, "ran": True, "limit": h.limit, "metrics": metrics}
+
+
+def kept_of(records: list[dict]) -> dict:
+    """What a variant kept: its corpus's counts, or, with one corpus per seed (draw_per_seed), their means and each
+    seed's."""
+    if len(records) == 1:
+        return {k: records[0][k] for k in ("documents", "tokens", "sources")}
+    mean = lambda xs: round(sum(xs) / len(xs))  # noqa: E731
+    sources = sorted({s for r in records for s in r["sources"]})
+    return {"documents": mean([r["documents"] for r in records]), "tokens": mean([r["tokens"] for r in records]),
+            "sources": {s: {k: mean([r["sources"].get(s, {}).get(k, 0) for r in records])
+                            for k in ("documents", "tokens")} for s in sources},
+            "per_seed": [{k: r[k] for k in ("documents", "tokens")} for r in records]}
 
 
 def check_same_manifest(run: str, manifest: str) -> None:

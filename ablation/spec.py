@@ -76,6 +76,9 @@ class VariantSpec:
     # other variants this one is also compared to, paired seed by seed like the base (e.g. a filter against a
     # random drop of the same retention: better documents, or only fewer?)
     against: list[str] = setting(default_factory=list)
+    # a random drop drawn again for each seed (score.random_seed = the proxy's seed, one corpus per seed): the
+    # control's interval then holds the variance of the draw, not only of the proxies' training
+    draw_per_seed: bool = False
 
 
 @dataclass
@@ -110,6 +113,7 @@ class Variant:
     raw: dict                                     # the resolved pipeline config, as parsed YAML
     config: Any                                   # pipeline.config.PipelineConfig
     against: list[str] = field(default_factory=list)
+    draw_per_seed: bool = False
 
 
 def apply_overrides(raw: dict, overrides: dict, where: str) -> dict:
@@ -151,7 +155,21 @@ def resolve_variant(name: str, spec: VariantSpec, base_raw: dict, default_seeds:
         hint = " (an override names a key of the pipeline config: section.key, e.g. clean.rules)" \
             if spec.set and name != BASE else ""
         raise ConfigError(f"{where}: {e}{hint}") from None
-    return Variant(name, dict(spec.set), list(spec.seeds or default_seeds), spec.about, raw, cfg, list(spec.against))
+    if spec.draw_per_seed and not cfg.score.random_drop:
+        raise ConfigError(f"variants.{name}.draw_per_seed: the variant drops nothing at random; set "
+                          f"score.random_drop (e.g. 0.5) in variants.{name}.set, or remove draw_per_seed")
+    return Variant(name, dict(spec.set), list(spec.seeds or default_seeds), spec.about, raw, cfg, list(spec.against),
+                   spec.draw_per_seed)
+
+
+def corpus_variants(v: Variant, base_raw: dict, tokenizer: str | None = None) -> dict[int, Variant]:
+    """Seed -> the variant whose config builds that seed's corpus: the variant itself for every seed, or, where it
+    draws its random drop per seed, the variant with score.random_seed set to the seed."""
+    if not v.draw_per_seed:
+        return {seed: v for seed in v.seeds}
+    return {seed: resolve_variant(v.name, VariantSpec(set={**v.overrides, "score.random_seed": seed}, seeds=[seed],
+                                                      about=v.about), base_raw, [seed], tokenizer)
+            for seed in v.seeds}
 
 
 REQUIRED_HELP = {

@@ -70,11 +70,40 @@ def test_a_good_spec_resolves_every_variant_and_the_steps(files):
     ({"name": "a/b"}, "name: use letters, digits"),
     ({"variants": {"x": {"against": ["y"]}}}, "variants.x.against: 'y' is not another variant of this spec"),
     ({"variants": {"x": {"against": ["x"]}}}, "variants.x.against: 'x' is not another variant of this spec"),
+    ({"variants": {"x": {"draw_per_seed": True}}}, "variants.x.draw_per_seed: the variant drops nothing at random"),
 ])
 def test_mistakes_name_the_key_and_the_fix(files, changes, expected):
     msg = error_of(write_spec(*files, **changes))
     assert expected in msg, msg
     assert msg.startswith(str(files[0] / "spec.yaml"))
+
+
+def test_a_random_drop_drawn_per_seed_has_a_corpus_per_seed(files):
+    """draw_per_seed: each seed's corpus config draws with that seed, so each gets its own corpus; the other variants
+    keep one corpus for all their seeds, and the same config the same corpus key (null control and base)."""
+    from ablation.corpus import corpus_key
+    from ablation.run import kept_of
+    from ablation.spec import corpus_variants, load_file
+
+    variants_spec = {"random_drop": {"set": {"score.random_drop": 0.5}, "draw_per_seed": True},
+                     "fixed_drop": {"set": {"score.random_drop": 0.5}}, "null_control": {"seeds": [3, 4]}}
+    spec, variants, _ = check(write_spec(*files, variants=variants_spec))
+    base_raw = load_file(spec.base)
+    per_seed = {v.name: corpus_variants(v, base_raw) for v in variants}
+    keys = {name: {seed: corpus_key(cv.raw, {}) for seed, cv in by_seed.items()} for name, by_seed in per_seed.items()}
+    assert {s: cv.config.score.random_seed for s, cv in per_seed["random_drop"].items()} == {1: 1, 2: 2}
+    assert len(set(keys["random_drop"].values())) == 2
+    assert len(set(keys["fixed_drop"].values())) == 1 and per_seed["fixed_drop"][1].config.score.random_seed == 0
+    assert set(keys["null_control"].values()) == set(keys["base"].values())
+    assert not set(keys["random_drop"].values()) & set(keys["fixed_drop"].values())
+
+    one = {"documents": 10, "tokens": 100, "sources": {"a": {"documents": 10, "tokens": 100}}}
+    two = {"documents": 20, "tokens": 300, "sources": {"a": {"documents": 15, "tokens": 200},
+                                                       "b": {"documents": 5, "tokens": 100}}}
+    assert kept_of([one]) == one
+    assert kept_of([one, two]) == {"documents": 15, "tokens": 200,
+                                   "sources": {"a": {"documents": 12, "tokens": 150}, "b": {"documents": 2, "tokens": 50}},
+                                   "per_seed": [{"documents": 10, "tokens": 100}, {"documents": 20, "tokens": 300}]}
 
 
 def test_a_proxy_config_without_seq_len_is_refused(files, tmp_path):
@@ -155,3 +184,4 @@ def test_the_quality_specs_check():
     assert en[2].against == ["random_drop", "old_classifier"] and plan["steps"] == 240
     assert en[4].config.score.classifiers[0].model.endswith("quality_models/previous/quality_ft.ftz")
     assert [v.config.score.random_drop for v in zh] == [0.0, 0.0, 0.0, 0.55]
+    assert en[3].draw_per_seed and zh[3].draw_per_seed      # the control drawn again for each seed
