@@ -2,7 +2,11 @@
 
 Models answer in many shapes ("Score: 4", "**Educational score: 3**", "4/5", "评分：4", "得分: 3 分", a bare "2",
 JSON {"score": 4}); they also reason aloud before concluding, so every explicit grade statement is found and the
-LAST one wins. A number that is not stated as a grade (a year, a count in the reasoning) is never read as one.
+LAST one wins. A grade stated after its label ("Score: 4", "评分：4", "Grade 2") outranks a bare number on a scale
+("4/5", "4 分") anywhere in the reply: in "Score: 4 (about 1/3 of the page is ads)", "Score: 4. Dated 3/4/2019." or
+"Score: 3\nThe author scored 95 分" the labelled 4 and 3 are the grades; bare fractions and 分 count only when no
+label states one. A number that is not stated as a grade (a year, a count in the reasoning, a date) is never read
+as one.
 A stated grade outside [0, 5] (or on another scale, "7/10") is `out_of_range`, no statement at all `no_grade`;
 both keep the grade null, and the caller keeps the raw reply.
 """
@@ -30,14 +34,15 @@ _STATED = re.compile(rf"(?:{_LABEL}){_MARK}{_SEP}{_MARK}(?P<num>{_NUM}){_DENOM}"
 # "Grade 3 students")
 _BARE_LABEL = re.compile(rf"\b(?:score|grade|rating){_MARK}\s(?P<num>{_NUM}){_DENOM}{_MARK}(?=$|[.。!！,，;；)）\n])",
                          re.I)
-# "4/5", "3 out of 5", "4 分", "得 3 分", "给4分" (a number and the scale's unit, not "满分5分")
-_FRACTION = re.compile(rf"(?<![\d.])(?P<num>{_NUM})\s*(?:/|out\s+of)\s*(?P<den>\d+)(?!\d|\.\d)", re.I)
-# (digits only: "十分重要" is "very important")
+# "4/5", "3 out of 5" (not a date: "3/4/2019")
+_FRACTION = re.compile(rf"(?<![\d.])(?<!\d/)(?P<num>{_NUM})\s*(?:/|out\s+of)\s*(?P<den>\d+)(?!\d|\.\d|/\d)", re.I)
+# "4 分", "得 3 分", "给4分" (a number and the scale's unit, not "满分5分"; digits only: "十分重要" is "very important")
 _ZH_POINTS = re.compile(r"(?<!满分)(?<!满分\s)(?<!满分为)(?<!满分是)(?<![\d.])(?P<num>\d+(?:\.\d+)?)\s*分"
                         r"(?![钟之数享别析类开布])")
 # the whole reply is one number, perhaps marked up: "2", "**3**", "4."
 _ALONE = re.compile(rf"^{_MARK}(?P<num>{_NUM}){_DENOM}{_MARK}[.。]?{_MARK}$", re.I)
-_PATTERNS = (_STATED, _BARE_LABEL, _FRACTION, _ZH_POINTS)
+_LABELLED = (_STATED, _BARE_LABEL)        # a label states the grade: these outrank ...
+_UNLABELLED = (_FRACTION, _ZH_POINTS)     # ... a bare number on a scale, read only when no label states one
 
 
 def _value(token: str) -> float:
@@ -59,9 +64,12 @@ def parse_grade(reply) -> tuple[float | None, str]:
     if m:
         found.append((m.end(), m.group("num"), m.group("den")))
     else:
-        for rx in _PATTERNS:
-            for m in rx.finditer(text):
-                found.append((m.end("num"), m.group("num"), m.groupdict().get("den")))
+        for patterns in (_LABELLED, _UNLABELLED):
+            for rx in patterns:
+                for m in rx.finditer(text):
+                    found.append((m.end("num"), m.group("num"), m.groupdict().get("den")))
+            if found:             # a labelled statement: a later "1/3", "3/4/2019" or "95 分" is not the grade
+                break
     if not found:
         return None, NO_GRADE
     _, num, den = max(found, key=lambda f: f[0])  # the last statement in the reply

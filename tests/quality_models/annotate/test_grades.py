@@ -1,5 +1,6 @@
 """quality_models/annotate/grades.py: the shapes a grading model answers in, read as a grade; the last explicit
-statement wins; numbers that are not stated as grades, and grades off the 0-5 scale, are never read as one."""
+statement wins, and a labelled statement outranks a bare number on a scale; numbers that are not stated as grades,
+and grades off the 0-5 scale, are never read as one."""
 import pytest
 
 from quality_models.annotate.grades import NO_GRADE, OUT_OF_RANGE, parse_grade
@@ -18,6 +19,16 @@ GRADES = [
     ("The text covers 1990 census data for 3 counties. Score: 1", 1),
     ("理由：这是一篇1998年的新闻，共3段，没有讲解。\n评分：1", 1),
 ]
+# a stated grade, then a number that is not one: a share, a date, a score in the text (each read as out_of_range
+# when the last match of any pattern won)
+STATED_THEN_A_NUMBER = [
+    ("Educational score: 4 (about 1/3 of the page is ads)", 4), ("Score: 4. The page is dated 3/4/2019.", 4),
+    ("评分：4\n理由：约1/2是广告", 4), ("Score: 3\nThe author scored 95 分 in the exam.", 3),
+    ("Score: 2 (a quarter, 1/4, is a table of 7 out of 10 prices)", 2), ("**Grade**: 5 — 12/2019 edition", 5),
+    ("得分：3\n说明：页面中有 60 分的广告，另有 2/7 为导航", 3),
+    # the last labelled statement still wins over an earlier one, whatever bare numbers follow
+    ("Score: 1 at first, then Score: 3. About 1/3 is navigation.", 3),
+]
 NOT_GRADES = [
     ("", NO_GRADE), ("   ", NO_GRADE), (None, NO_GRADE), ("I cannot grade this document.", NO_GRADE),
     ("The text mentions the year 1990 and 3 cats.", NO_GRADE), ("Grade 3 students learn fractions here.", NO_GRADE),
@@ -26,6 +37,8 @@ NOT_GRADES = [
     ("Score: 7", OUT_OF_RANGE), ("Score: -1", OUT_OF_RANGE), ("7/10", OUT_OF_RANGE), ("Score: 8/10", OUT_OF_RANGE),
     ("12", OUT_OF_RANGE), ('{"score": 11}', OUT_OF_RANGE), ("评分：8分", OUT_OF_RANGE), ("Score: 5.5", OUT_OF_RANGE),
     ("Score: 3, no wait, Score: 6", OUT_OF_RANGE), (["Score: 4"], NO_GRADE),
+    ("The page is dated 3/4/2019 and lists 3 cats.", NO_GRADE),        # a date is no fraction
+    ("Score: 9. About 1/5 of the page is ads.", OUT_OF_RANGE),          # nor is a share after a stated grade
 ]
 
 
@@ -39,6 +52,11 @@ def test_no_grade_or_out_of_range_is_null_with_its_status(reply, status):
     assert parse_grade(reply) == (None, status)
 
 
+@pytest.mark.parametrize("reply, grade", STATED_THEN_A_NUMBER)
+def test_a_stated_grade_outranks_a_later_number(reply, grade):
+    assert parse_grade(reply) == (grade, "graded")
+
+
 def test_enough_forms_are_covered():
-    assert len(GRADES) >= 30 and len(NOT_GRADES) >= 15
+    assert len(GRADES) >= 36 and len(STATED_THEN_A_NUMBER) >= 8 and len(NOT_GRADES) >= 24
     assert sum(any("\u4e00" <= c <= "\u9fff" for c in r) for r, _ in GRADES) >= 8    # Chinese replies
