@@ -12,6 +12,11 @@ The signal `safety_<category>` is matches per 1,000 characters of the document (
 rejecting category (`clean.safety.reject`) exceeds its language's threshold is rejected with reason
 `safety_<category>`. Thresholds: lists/safety/thresholds.json (pipeline/clean/safety_calibrate.py), then
 `clean.safety.thresholds.<lang>.<category>` in the config.
+
+A language written with another's list (LIST_LANGUAGE: Cantonese yue and Wu wuu, which lid.176 tells from
+Mandarin but which are written in the same characters, pipeline/clean/script.py) is checked with that language's
+lists, built-in and the user's, and its thresholds row; the user's own `lists`/`thresholds` entries under the
+language's code are added on top.
 """
 from __future__ import annotations
 
@@ -27,6 +32,15 @@ ALLOW = "allow"
 SIGNALS = [f"safety_{c}" for c in CATEGORIES]
 _INDEX = {c: i for i, c in enumerate(CATEGORIES)}
 MIN_CHARS = 500      # the shortest denominator of a density
+# Languages checked with another language's list and thresholds row: the one place that says so (the list
+# lookup, the thresholds and their calibration all read it through list_language).
+LIST_LANGUAGE = {"yue": "zh", "wuu": "zh"}
+
+
+def list_language(lang: str | None) -> str:
+    """The language whose list (safety/<it>.tsv) and thresholds row a document of `lang` is checked with."""
+    lang = lang or ""
+    return LIST_LANGUAGE.get(lang, lang)
 
 
 def _spaced(term: str) -> bool:
@@ -107,23 +121,28 @@ class Lists:
     def __init__(self, cfg=None):
         self.builtin = getattr(cfg, "builtin", True)
         self.extra: dict = getattr(cfg, "lists", None) or {}
-        self._matchers: dict[str, Matcher | None] = {}
+        self._matchers: dict[tuple[Path, ...], Matcher | None] = {}
 
-    def files(self, lang: str) -> list[Path]:
+    def files(self, lang: str | None) -> list[Path]:
+        """The list files a document of `lang` is checked with: those of its list language (list_language),
+        then the user's files for the language's own code."""
+        lang = lang or ""
+        base = list_language(lang)
         files = []
-        if self.builtin and f"safety/{lang}.tsv" in pinned():
-            files.append(builtin(f"safety/{lang}.tsv"))
-            if f"safety/allow/{lang}.txt" in pinned():
-                files.append(builtin(f"safety/allow/{lang}.txt"))
-        files += [Path(p) for p in self.extra.get("*", []) + self.extra.get(lang, [])]
+        if self.builtin and f"safety/{base}.tsv" in pinned():
+            files.append(builtin(f"safety/{base}.tsv"))
+            if f"safety/allow/{base}.txt" in pinned():
+                files.append(builtin(f"safety/allow/{base}.txt"))
+        own = self.extra.get(lang, []) if lang != base else []
+        files += [Path(p) for p in self.extra.get("*", []) + self.extra.get(base, []) + own]
         return files
 
     def matcher(self, lang: str | None) -> Matcher | None:
-        lang = lang or ""
-        if lang not in self._matchers:
-            entries = [e for f in self.files(lang) for e in read_list(f)]
-            self._matchers[lang] = Matcher(entries) if entries else None
-        return self._matchers[lang]
+        files = tuple(self.files(lang))          # languages sharing a list share its automaton
+        if files not in self._matchers:
+            entries = [e for f in files for e in read_list(f)]
+            self._matchers[files] = Matcher(entries) if entries else None
+        return self._matchers[files]
 
 
 @lru_cache(maxsize=4)
@@ -143,9 +162,9 @@ class Safety:
     def limits(self, lang: str | None) -> dict[str, float]:
         lang = lang or ""
         if lang not in self._limits:
-            table = builtin_thresholds()
-            row = {**table["*"], **table.get(lang, {}), **self.cfg.thresholds.get("*", {}),
-                   **self.cfg.thresholds.get(lang, {})}
+            table, base, user = builtin_thresholds(), list_language(lang), self.cfg.thresholds
+            row = {**table["*"], **table.get(base, {}), **user.get("*", {}), **user.get(base, {}),
+                   **(user.get(lang, {}) if lang != base else {})}
             self._limits[lang] = {c: float(row[c]) for c in self.reject}
         return self._limits[lang]
 
@@ -173,5 +192,5 @@ def check_config(cfg, base: Path | None = None) -> None:
         builtin("safety/thresholds.json")
 
 
-__all__ = ["CATEGORIES", "DEFAULT_REJECT", "SIGNALS", "ListError", "Lists", "Matcher", "Safety", "read_list",
-           "LISTS_DIR", "check_config"]
+__all__ = ["CATEGORIES", "DEFAULT_REJECT", "LIST_LANGUAGE", "SIGNALS", "ListError", "Lists", "Matcher", "Safety",
+           "read_list", "list_language", "LISTS_DIR", "check_config"]
