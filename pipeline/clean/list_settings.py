@@ -60,6 +60,6 @@ class UrlFilterConfig:
     enabled: bool = True
     # built-in UT1 lists (pipeline/clean/lists/urls, see its NOTICE)
     blocklists: list[str] = setting(default_factory=lambda: ["adult", "gambling"], choices=("adult", "gambling"))
-    url_words: bool = True                # UT1's adult URL expressions on host and path
+    url_words: bool = True                # adult words in host and path: hard alone, soft in pairs (urls.py)
     files: list[str] = setting(default_factory=list)   # extra blocklists: category<TAB>host or host/path
     allow: list[str] = setting(default_factory=list, check=_hosts_problem)   # hosts (and their subdomains) never blocked

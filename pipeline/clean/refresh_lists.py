@@ -7,9 +7,10 @@
 `urls`: DIR is a checkout of a UT1 mirror (olbat/ut1-blacklists: `blacklists/`) or the unpacked UT1 tarballs;
 each of `adult` and `gambling` gives `domains` (split files `domains.0`, `domains.1`, ... and `.gz` accepted) and
 `urls`, written sorted, deduplicated and gzipped to lists/urls/<category>_domains.txt.gz and _urls.txt.gz; the
-adult `very_restrictive_expression` (the URL words) is copied as it is. A category whose domains are missing in
-DIR keeps no domain file (the mirror this repository was built from could not serve UT1's 4.6-million-line adult
-domain list: see lists/NOTICE).
+adult `very_restrictive_expression` is copied as it is (lists/urls/adult_expressions.txt: the URL-word rule before
+issue 41, kept for bench/url_filter.py; the filter's words are lists/urls/adult_words_*.txt, written by hand and
+left alone here). A category whose domains are missing in DIR keeps no domain file (the mirror this repository was
+built from could not serve UT1's 4.6-million-line adult domain list: see lists/NOTICE).
 
 `safety`: the keyword lists per language, lists/safety/<lang>.tsv (`category<TAB>term`):
 - zh: porn from Konsheng/Sensitive-lexicon (MIT) 色情词库 + 色情类型, ads from its 广告类型, illegal_trade from its
