@@ -41,8 +41,9 @@ FOCUS = ("en", "zh", "ja", "ko", "th", "ru", "de", "fr", "es", "ar", "hi", "vi")
 
 
 def held_out(path: Path) -> list[str]:
-    """The odd-numbered lines: the calibration reads the even-numbered ones."""
-    return [s for s in path.read_text(encoding="utf-8").splitlines()[1::2] if s.strip()]
+    """The odd-numbered lines: the calibrations read the even-numbered ones (reference_docs.sentence_lines)."""
+    lines = reference_docs.sentence_lines(path.read_text(encoding="utf-8").splitlines(), "held_out")
+    return [s for s in lines if s.strip()]
 
 
 def spam_documents(sentences: list[str], pairs: list[str], lang: str, rng: random.Random) -> dict[str, str]:

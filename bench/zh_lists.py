@@ -3,9 +3,9 @@ blocklists, 繁/简. Everything here is text the lists and thresholds never read
 
     python bench/zh_lists.py [--shared ../shared/data] [--ud DIR] [--repeat 3] [--out build/bench/zh_lists.json]
 
-- prose lost: the held-out half of ../shared/data/prose (odd salted sha1 of the parent id; pipeline/clean/safety_calibrate.py
-  calibrates on the even half) and documents of the lingua sentences' odd lines, per language and kind: the share a
-  content-safety rule rejects;
+- prose lost: the held-out half of ../shared/data/prose (pipeline/clean/reference_docs.py half_of, by parent work:
+  the split of every calibration, pipeline/clean/safety_calibrate.py and calibrate.py) and documents of the lingua
+  sentences' odd lines, per language and kind: the share a content-safety rule rejects;
 - spam rejected: the hand-labelled Chinese spam and ad pages of the sample's Common Crawl excerpt
   (tests/data/zh_spam/labels.tsv), extracted by the pipeline, through the list steps alone and through the whole
   clean stage (clean.languages [zh]); and spam generated from the keyword lists (two terms of a category in every
@@ -57,8 +57,8 @@ def prose_lost(shared: Path, cfg) -> dict:
     from pipeline.clean.safety import Safety
 
     safety = Safety(cfg.safety)
-    docs = prose_docs(shared / "prose", "heldout")
-    for lang, items in lingua_docs(shared / "langid" / "lingua", "heldout").items():
+    docs = prose_docs(shared / "prose", "held_out")
+    for lang, items in lingua_docs(shared / "langid" / "lingua", "held_out").items():
         if lang in ("zh", "en"):
             docs.setdefault(lang, []).extend(items)
     out = {}
@@ -121,7 +121,7 @@ def generated_spam(shared: Path, cfg, n_docs: int = 40) -> dict:
     from pipeline.clean.safety import Safety
 
     safety = Safety(cfg.safety)
-    docs = prose_docs(shared / "prose", "heldout")
+    docs = prose_docs(shared / "prose", "held_out")
     out = {}
     for lang in ("zh", "en"):
         terms = defaultdict(list)
@@ -183,7 +183,7 @@ def speeds(shared: Path, ud: Path, identifier, repeat: int) -> dict:
     from pipeline.clean.stage import clean_batch
     from pipeline.clean.urls import UrlFilter
 
-    docs = prose_docs(shared / "prose", "heldout")
+    docs = prose_docs(shared / "prose", "held_out")
     zh = [t for _, _, t in docs["zh"]]
     en = [t for _, _, t in docs["en"]]
     trad = ["".join(ud_sentences(ud / "zh_gsd-ud-dev.conllu")[i:i + 10]) for i in range(0, 500, 10)]

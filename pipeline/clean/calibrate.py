@@ -43,7 +43,9 @@ The built-in table (pipeline/clean/language_table.json, data: one language a lin
     python -m pipeline.clean.calibrate --reference ../shared/data/langid/lingua/sentences --half even \
         --prose ../shared/data/prose --builtin
 
-(the lingua rows from the even-numbered lines; bench/languages.py measures on the odd-numbered ones).
+(the lingua rows from the even-numbered lines; bench/languages.py measures on the odd-numbered ones). The split of
+both references is pipeline/clean/reference_docs.py's (`half_of`, `sentence_lines`), the one the content-safety
+thresholds are calibrated on too (pipeline/clean/safety_calibrate.py), so what is held out here is held out from both.
 """
 from __future__ import annotations
 
@@ -281,7 +283,7 @@ def sentence_documents(reference: Path, half: str, n_docs: int, only: list[str] 
     docs = {}
     for f in files:
         lines = f.read_text(encoding="utf-8").splitlines()
-        lines = lines[0::2] if half == "even" else lines
+        lines = reference_docs.sentence_lines(lines, "calibration") if half == "even" else lines
         docs[f.stem] = prepared(reference_docs.documents(lines, f.stem, n_docs, SENTENCES_PER_DOC, seed=0), cfg)
     return docs
 

@@ -6,6 +6,12 @@ without such a set, documents made of real sentences. The same builders serve `p
 pipeline.clean.calibrate` and the benches (bench/languages.py, bench/chinese_prose.py), so both see
 documents of the same shapes.
 
+The split is made here and only here, for every calibration (the language table, pipeline/clean/calibrate.py;
+the content-safety thresholds, pipeline/clean/safety_calibrate.py) and everything that measures them (the
+benches, tests/pipeline/clean): prose by `half_of` (a hash of the parent work), sentence files by
+`sentence_lines` (even-numbered lines calibrate, odd-numbered ones are held out). So "held out" means held out
+from all of them.
+
 A sentence document is `sentences_per_doc` consecutive-in-a-shuffle sentences in one of three layouts, in turn:
 one paragraph, one sentence per line, or paragraphs of two to four sentences separated by blank lines.
 Sentences of Chinese and Japanese are joined without a space, as they are written.
@@ -76,6 +82,14 @@ def half_of(doc_id: str) -> str:
     split used, which would put every document here in one half)."""
     digest = hashlib.sha1(f"glassbox-calibration:{parent_of(doc_id)}".encode("utf-8")).digest()
     return HALVES[digest[0] & 1]
+
+
+def sentence_lines(lines: list[str], half: str) -> list[str]:
+    """The lines of a one-sentence-a-line reference file in one half: the even-numbered ones (0, 2, ...) are
+    read by the calibrations, the odd-numbered ones are held out."""
+    if half not in HALVES:
+        raise ValueError(f"half must be one of {HALVES}, got {half!r}")
+    return lines[HALVES.index(half)::2]
 
 
 def prose_documents(root: Path, lang: str, half: str | None = "calibration") -> dict[str, list[dict]]:

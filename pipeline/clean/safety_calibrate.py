@@ -5,21 +5,22 @@ category on reference prose of the language and put the threshold where nearly a
 
 Reference documents: `DIR/<lang>/<kind>/*.jsonl.gz` (../shared/data/prose: seven kinds each of English and
 Chinese) and documents of ten sentences of `LINGUA/sentences/<lang>.txt` (75 languages). Only the calibration
-half is read: prose documents whose parent id (the part before `#`) has an even salted sha1, and the even-numbered
-sentence lines; the other half is held out to measure what the thresholds cost (bench/zh_lists.py).
+half is read, the one the language table is calibrated on too (pipeline/clean/reference_docs.py: prose by
+`half_of`, a hash of the parent work; sentence files by `sentence_lines`, the even-numbered lines); the other half
+is held out to measure what the thresholds cost (bench/zh_lists.py, tests/pipeline/clean).
 
 Per language and category the threshold (matches per 1,000 characters above which a document is rejected) is
 max(FLOOR, the PASS_SHARE quantile of the category's density on the language's calibration documents) times
 MARGIN: at most 1 - PASS_SHARE of reference prose is lost on the calibration half, and the margin covers text of
-the same kinds that was not read. A language without reference text takes the FLOOR of "*".
+the same kinds that was not read. A language without reference text takes the FLOOR of "*"; a language
+checked with another's list (pipeline/clean/safety.py LIST_LANGUAGE: yue, wuu -> zh) is calibrated as part of
+that language's row.
 `--write-reference` writes the calibration half as JSONL for `refresh_lists safety --reference` (terms found in 1 %
 of a language's reference documents are dropped from its list).
 """
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
 import math
 import sys
@@ -35,34 +36,36 @@ MARGIN = 1.25
 THRESHOLDS = LISTS_DIR / "safety" / "thresholds.json"
 
 
-def calibration_half(doc_id: str) -> bool:
-    """True for the prose documents calibration reads; the rest is held out (a work's pieces stay together)."""
-    parent = doc_id.split("#", 1)[0]
-    # salted: ../shared/data/prose is itself one half of a split on the unsalted sha1 of the parent id
-    return int(hashlib.sha1(f"safety/{parent}".encode("utf-8")).hexdigest(), 16) % 2 == 0
-
-
 def prose_docs(prose: Path, half: str) -> dict[str, list[tuple[str, str, str]]]:
-    """{lang: [(kind, id, text)]} of one half ("calibration" or "heldout") of the reference prose."""
+    """{lang: [(kind, id, text)]} of one half ("calibration" or "held_out", reference_docs.HALVES) of the
+    reference prose: the split every calibration uses (reference_docs.half_of)."""
     out: dict[str, list] = {}
-    for f in sorted(prose.glob("*/*/*.jsonl.gz")):
-        lang, kind = f.parent.parent.name, f.parent.name
-        with gzip.open(f, "rt", encoding="utf-8") as fh:
-            for line in fh:
-                d = json.loads(line)
-                if calibration_half(d["id"]) == (half == "calibration"):
-                    out.setdefault(lang, []).append((kind, d["id"], d["text"]))
+    for lang in sorted(p.name for p in prose.iterdir() if p.is_dir()):
+        for kind, docs in reference_docs.prose_documents(prose, lang, half).items():
+            out.setdefault(lang, []).extend((kind, d["id"], d["text"]) for d in docs)
     return out
 
 
 def lingua_docs(lingua: Path, half: str, n_docs: int = 50) -> dict[str, list[tuple[str, str, str]]]:
-    """{lang: [("sentences", id, text)]}: documents of ten sentences from the even (calibration) or odd lines."""
+    """{lang: [("sentences", id, text)]}: documents of ten sentences from one half of the lines
+    (reference_docs.sentence_lines: the even-numbered ones calibrate, the odd-numbered ones are held out)."""
     out = {}
-    start = 0 if half == "calibration" else 1
+    seed = reference_docs.HALVES.index(half)
     for f in sorted((lingua / "sentences").glob("*.txt")):
-        lines = f.read_text(encoding="utf-8").splitlines()[start::2]
-        docs = reference_docs.documents(lines, f.stem, n_docs, seed=start)
+        lines = reference_docs.sentence_lines(f.read_text(encoding="utf-8").splitlines(), half)
+        docs = reference_docs.documents(lines, f.stem, n_docs, seed=seed)
         out[f.stem] = [("sentences", f"lingua-{f.stem}-{i}", t) for i, t in enumerate(docs)]
+    return out
+
+
+def by_list_language(docs: dict[str, list]) -> dict[str, list]:
+    """The documents pooled by the language whose list checks them (safety.list_language): a yue or wuu
+    document calibrates the zh row it is judged by."""
+    from pipeline.clean.safety import list_language
+
+    out: dict[str, list] = {}
+    for lang, items in sorted(docs.items()):
+        out.setdefault(list_language(lang), []).extend(items)
     return out
 
 
@@ -98,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     docs = prose_docs(args.prose, "calibration")
     for lang, items in lingua_docs(args.lingua, "calibration").items():
         docs.setdefault(lang, []).extend(items)
+    docs = by_list_language(docs)
     if args.write_reference:
         with open(args.write_reference, "w", encoding="utf-8") as fh:
             for lang, items in docs.items():
@@ -106,7 +110,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     table = calibrate(docs)
     record = {"method": {"pass_share": PASS_SHARE, "floor_per_1000_chars": FLOOR, "margin": MARGIN,
-                         "reference": "prose calibration half (even sha1 of the parent id) and lingua even lines",
+                         "reference": "the calibration half of every calibration (pipeline/clean/reference_docs.py): "
+                                      "prose by half_of (sha1 of 'glassbox-calibration:' + the parent work), "
+                                      "lingua sentences' even-numbered lines",
                          "documents": {lang: len(items) for lang, items in sorted(docs.items())},
                          "date": date.today().isoformat()},
               "thresholds": table}

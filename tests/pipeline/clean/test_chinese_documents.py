@@ -37,6 +37,25 @@ def kept_by_kind(lang: str, identifier) -> dict[str, tuple[int, int, collections
     return out
 
 
+def test_held_out_prose_is_in_no_calibration_half(monkeypatch):
+    """What these tests (and bench/chinese_prose.py, bench/zh_lists.py) call held out was read by no calibration:
+    neither the language table's (pipeline/clean/calibrate.py) nor the safety thresholds'
+    (pipeline/clean/safety_calibrate.py); both split by reference_docs.half_of."""
+    from pipeline.clean import calibrate, safety_calibrate
+
+    prose = shared("prose")
+    monkeypatch.setattr(calibrate, "prepared", lambda docs, cfg: docs)    # the texts as read, not as cleaned
+    safety = {lang: {i for _, i, _ in items}
+              for lang, items in safety_calibrate.prose_docs(prose, "calibration").items()}
+    for lang in ("zh", "en"):
+        held = [d for docs in prose_documents(prose, lang, "held_out").values() for d in docs]
+        table = {t for texts in calibrate.prose_kinds(prose, lang, CleanConfig(languages=None)).values() for t in texts}
+        assert len(held) > 400
+        assert [d["id"] for d in held if d["text"] in table] == [], lang
+        read = [d["id"] for d in held if d["id"] in safety[lang]]
+        assert read == [], f"{lang}: {len(read)} of {len(held)} held-out documents are in the safety calibration half"
+
+
 def test_held_out_chinese_prose_is_kept(identifier):
     """Every modern kind >= 80 %, all of them >= 90 % (was 54 %: laws 9 %, science 51 %)."""
     modern = kept_by_kind("zh", identifier)

@@ -34,7 +34,7 @@ def lingua(lang: str) -> list[str]:
     path = LINGUA / f"{lang}.txt"
     if not path.is_file():
         pytest.skip(f"{path} missing (../shared/data)")
-    return path.read_text(encoding="utf-8").splitlines()[1::2]
+    return reference_docs.sentence_lines(path.read_text(encoding="utf-8").splitlines(), "held_out")
 
 
 def test_english_words_are_the_old_whitespace_words():
