@@ -1,0 +1,61 @@
+"""Page-structure spam signals (pipeline/clean/spam_signals.py) and the brand lexicon (lists/safety/brands/zh.tsv)."""
+from pathlib import Path
+
+from pipeline.clean import spam_signals as ss
+from pipeline.clean.safety import Matcher, read_list
+
+BRANDS = Path(__file__).resolve().parents[3] / "pipeline/clean/lists/safety/brands/zh.tsv"
+
+ARTICLE = ("铜鼓县一制药公司发生爆炸事故致1死2伤\n" + "据江西省应急管理厅消息，铜鼓县一家制药公司发生爆炸事故，造成1人死亡、2人受伤。"
+           "事故发生后，铜鼓县立即组织力量开展救援，伤者已送医院救治，事故原因正在调查中。" * 3)
+
+
+def test_signals_of_an_ordinary_article():
+    s = ss.signals(ARTICLE, "https://www.example.gov.cn/news/1.html")
+    assert set(s) == set(ss.SIGNALS)
+    assert s["spam_title_overlap"] > 0.5
+    assert s["spam_host"] == 0.0 and s["spam_brand_pattern"] == 0.0 and s["spam_link_list"] == 0.0
+    assert ss.reason(s) is None
+
+
+def test_title_replaced_by_a_brand_scores_low():
+    page = "【欧宝体育app】官网入口\n" + ARTICLE.split("\n", 1)[1]
+    assert ss.title_overlap(page) < 0.15
+
+
+def test_generated_hosts():
+    for url in ("http://335.3355703.com/news/2022/0314/61491.html", "http://bdf.1422058.cn/09da0/52149.html",
+                "http://035.psb556.com/24/i/u_1090813/article.html", "https://474441.com/a/x/"):
+        assert ss.host_generated(url) == 1.0, url
+    for url in ("https://3g.163.com/dy/article/x.html", "http://tech.sina.com.cn/x", None, "http://127.0.0.1/x",
+                "https://www.gov.cn/"):
+        assert ss.host_generated(url) == 0.0, url
+
+
+def test_brand_pattern_counts_distinct_matches():
+    assert ss.brand_pattern("ng体育官网app下载 利博体育平台登录入口 安博体育app官网登录入口") == 3.0
+    assert ss.brand_pattern("澳门威尼斯人度假村酒店位于路氹金光大道。") == 0.0
+
+
+def test_link_list_page():
+    page = "\n".join(f"2020-03-{i:02d} admin 香港最快开奖{i}" for i in range(1, 20))
+    assert ss.link_list(page) > 0.85
+    assert ss.link_list(ARTICLE) == 0.0
+
+
+def test_rules_fire_only_when_named():
+    s = ss.signals("x", "http://335.3355703.com/a.html")
+    assert ss.reason(s) is None                    # no structure rule rejects by default
+    assert ss.reason(s, rules=["host"]) == "spam_host"
+    assert ss.fired(s, ["host"], {"host": 2.0}) == []
+
+
+def test_brand_lexicon_reads_and_matches():
+    entries = read_list(BRANDS)
+    assert {c for c, _ in entries} <= {"gambling", "porn", "ads"}
+    m = Matcher(entries)
+    text = "王者威尼斯人现金网网址：宜春市铜鼓县江西佰利达制药有限公司发生一起爆炸事故。吕氏贵宾会组织开展核酸检测。"
+    terms = {t for _, t in m.matches(text)}
+    assert {"王者威尼斯人", "吕氏贵宾会"} <= terms
+    # ordinary words around the brands are not terms
+    assert not list(m.matches("威尼斯人在中世纪建立了共和国；金沙江流经云南；银河系有上千亿颗恒星。"))
