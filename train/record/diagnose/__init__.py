@@ -41,7 +41,8 @@ from train.record.diagnose.cli import add_reader_args, format_not_judged, format
 from train.record.diagnose.curves import rolling_median, smooth_window
 from train.record.diagnose.finding import SEVERITIES, Finding
 from train.record.diagnose.kinds.spike import RUN_SPIKE_SETTINGS, with_run_spike_settings
-from train.record.diagnose.registry import KINDS, DiagnoseConfig
+from train.record.diagnose.registry import KINDS
+from train.record.diagnose.settings import DiagnoseConfig
 from train.record.load import load_metrics
 
 __all__ = ["DiagnoseConfig", "Diagnosis", "Finding", "KINDS", "RUN_SPIKE_SETTINGS", "SEVERITIES", "add_reader_args",

@@ -246,6 +246,44 @@ def test_every_kind_is_one_module_registered_with_its_test_beside_it():
     assert len(names) == len(set(names)) and names == [f.name for f in dataclasses.fields(DiagnoseConfig)]
 
 
+def test_diagnose_modules_import_each_other_without_a_circle():
+    """Every import between the package's modules (those under TYPE_CHECKING too) runs one way: the kinds read
+    their thresholds from settings.py, never from the registry that imports them."""
+    import ast
+
+    pkg = REPO / "train" / "record" / "diagnose"
+    mods = {".".join(p.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__"): p
+            for p in pkg.rglob("*.py")}
+    edges = {}
+    for name, path in mods.items():
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            out |= {t for t in targets if t in mods and t != name and not name.startswith(t + ".")}
+        edges[name] = out
+    assert "train.record.diagnose.settings" in mods and not edges["train.record.diagnose.settings"]
+    state: dict[str, int] = {}
+
+    def visit(n, path):
+        state[n] = 1
+        for m in edges[n]:
+            assert state.get(m) != 1, " -> ".join(path + [m])
+            if m not in state:
+                visit(m, path + [m])
+        state[n] = 2
+
+    for n in sorted(mods):
+        if n not in state:
+            visit(n, [n])
+    kinds = [n for n in mods if n.startswith("train.record.diagnose.kinds.")]
+    assert len(kinds) >= 11 and all("train.record.diagnose.registry" not in edges[k] for k in kinds)
+
+
 def test_judging_order_and_shared_notes():
     """Kinds run after the kinds they read (spike after divergence, memorization after overfitting), and kinds
     sharing one `needs` are named in one note, in registry order."""

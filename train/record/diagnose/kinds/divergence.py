@@ -3,28 +3,14 @@ minimum (a spike that recovers is not one)."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves, point_noise, rolling_median, runs, smooth_window
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
+from train.record.diagnose.settings import DiagnoseConfig, DivergenceSettings
 from train.record.load import finite, num
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class DivergenceSettings:
-    divergence_rise: float = setting(0.10, gt=0)    # 10% above the lowest smoothed loss so far ...
-    divergence_noise_k: float = setting(5.0, ge=0)  # ... and 5 noise sigmas of the smoothed curve (noisy small
-                                                    # batches)
-    divergence_min_frac: float = setting(0.05, gt=0, le=1)  # sustained for 5% of the run's points ...
-    divergence_min_points: int = setting(5, ge=1)   # ... and at least this many (a spike that recovers is not one)
 
 
 ADVICE = ("Lower the learning rate (or lengthen warmup, tighten grad clipping) and restore the last "

@@ -2,22 +2,11 @@
 mixture decided (needs the run's manifest.json)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
+from train.record.diagnose.settings import DiagnoseConfig, EpochsSettings
 from train.record.load import finite, num
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class EpochsSettings:
-    epochs_tol: float = setting(0.05, ge=0)         # more than 5% past the plan
 
 
 ADVICE = ("The run trained past the manifest's token plan, so its sources repeat more often than "

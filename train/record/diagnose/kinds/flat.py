@@ -6,29 +6,12 @@ stalled.py (any other, validation not improving either).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves, rolling_median, runs, smooth_window
 from train.record.diagnose.kind import Facts
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class FlatSettings:
-    flat_min_frac: float = setting(0.30, gt=0, le=1)  # a third of a run not improving is long; healthy power-law curves
-                                                    # still lose several % over their last third
-    flat_min_points: int = setting(8, ge=2)
-    flat_tol: float = setting(0.01, ge=0)           # flat: |change| + flat_se_margin standard errors below 1% of the
-    flat_se_margin: float = setting(1.0, ge=0)      # level (a noisy curve has to prove it is flat), and the
-    flat_range: float = setting(0.03, ge=0)         # smoothed loss within 3% of the level across the stretch
-    expected_floor: float | None = setting(None, ge=0)# nats; flat within floor_gap of it = converged, not a finding
-    floor_gap: float = setting(0.3, ge=0)
+from train.record.diagnose.settings import DiagnoseConfig, FlatSettings
 
 
 def stretches(c: Curves, cfg: DiagnoseConfig) -> list[tuple[int, int, dict]]:

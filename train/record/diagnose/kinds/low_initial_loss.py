@@ -3,25 +3,13 @@ a wide initialisation): leakage, heavy duplication or a wrong vocabulary size.""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class LowInitialLossSettings:
-    low_initial_gap_rel: float = setting(0.25, ge=0)  # the first losses 25% of ln(vocab) below it ...
-    low_initial_gap_min: float = setting(1.0, ge=0) # ... and at least 1 nat below it
-    low_initial_max_first_step: int = setting(10, ge=1)  # a record starting later has no initial loss to judge
+from train.record.diagnose.settings import DiagnoseConfig, LowInitialLossSettings
 
 
 ADVICE = ("An untrained model should score about ln(vocabulary size): check for train/validation "

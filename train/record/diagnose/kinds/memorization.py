@@ -4,42 +4,14 @@ overfitting is not found: validation rising says more than the gap does, so one 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves, robust_sigma, train_trend_at, val_half_window
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds.validations import too_few
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class MemorizationSettings:
-    """The gap between validation and the training loss at the same steps, large and growing."""
-    memo_min_points: int = setting(3, ge=2)         # validations needed: a gap that opens by nats shows with a few
-                                                    # points
-    memo_gap_rel: float = setting(0.10, ge=0)       # at the end, training 10% of the validation loss below it ...
-    memo_gap_min: float = setting(0.10, ge=0)       # ... and at least 0.1 nats (healthy single-pass runs: gap about
-                                                    # 0)
-    memo_growth_rel: float = setting(0.5, ge=0, le=1)  # growing: at least half of the end gap opened since its smallest
-                                                    # point
-    memo_rising_share: float = setting(0.6, ge=0, le=1)  # share of widening steps after that point
-    memo_noise_k: float = setting(3.0, ge=0)        # and the growth 3 sigmas of the gap's point-to-point noise
-    memo_warning_rel: float = setting(0.20, ge=0)   # severity: info below a 20% gap, warning up to 40%, critical
-                                                    # beyond
-    memo_critical_rel: float = setting(0.40, ge=0)
-
-    def check(self) -> str | None:
-        if self.memo_warning_rel > self.memo_critical_rel:
-            return (f"memo_warning_rel: {self.memo_warning_rel:g} is above memo_critical_rel "
-                    f"{self.memo_critical_rel:g}; the warning band lies below the critical one")
-        return None
+from train.record.diagnose.settings import DiagnoseConfig, MemorizationSettings
 
 
 ADVICE = ("The model is learning its training text by heart: it sees the same tokens again and again. "

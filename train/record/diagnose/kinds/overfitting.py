@@ -2,30 +2,15 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import (Curves, point_noise, robust_sigma, rolling_median, train_trend_at,
                                           val_half_window)
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds import validations
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class OverfittingSettings:
-    overfit_min_rise: float = setting(0.02, ge=0)   # validation 2% above its minimum at the end ...
-    overfit_noise_k: float = setting(3.0, ge=0)     # ... and 3 sigmas of its point-to-point noise
-    overfit_min_points: int = setting(3, ge=1)      # validation points after the minimum
-    overfit_rising_share: float = setting(0.6, ge=0, le=1)  # share of rising steps among the validations
-                                                    # after the minimum
-    overfit_train_drop: float = setting(0.01, ge=0) # training loss 1% lower at the end than at the validation minimum
+from train.record.diagnose.settings import DiagnoseConfig, OverfittingSettings
 
 
 ADVICE = ("Validation rises while training falls: more (or less repeated) data, more regularization "

@@ -1,23 +1,11 @@
 """plateau: a fast early drop, then a long flat stretch (above ``expected_floor`` when one is given)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds import flat
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class PlateauSettings:
-    plateau_early_drop: float = setting(0.20, ge=0, le=1)  # plateau: the loss had already fallen 20% from its start ...
-    plateau_max_start: float = setting(0.50, gt=0, le=1)  # ... and the flat stretch starts in the first half of the run
+from train.record.diagnose.settings import DiagnoseConfig, PlateauSettings
 
 
 ADVICE = ("Learning rate likely too high (try it lower, or a longer warmup) or too little diversity in the "

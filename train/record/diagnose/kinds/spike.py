@@ -9,44 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.monitor.spike_rule import BASELINE, MAD_TO_SIGMA, SpikeDetector
 from train.record.diagnose.curves import Curves, runs
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds.divergence import is_sustained_rise
+from train.record.diagnose.settings import DiagnoseConfig, SpikeSettings
 from train.record.load import finite
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class SpikeSettings:
-    spike_z: float = setting(6.0, ge=0)             # robust z of the loss above the accepted steps before it
-    spike_grad_norm_z: float = setting(8.0, ge=0)   # the same for the gradient norm where the record has one; 0 = not
-                                                    # used
-    spike_window: int = setting(50, ge=2)           # accepted points whose step-to-step differences give the noise
-                                                    # (MAD)
-    spike_min_history: int = setting(20, ge=1)      # fewer accepted points before it: not judged (noise unknown)
-    spike_min_rel: float = setting(0.1, ge=0)       # and 10% above the baseline: on a very smooth curve the noise is
-                                                    # tiny
-    spike_from_run: bool = True        # take a Glassbox run's own train.spike_* settings (off: the values here)
-    spike_critical_rel: float = setting(0.5, gt=0)  # critical: a jump of 50% or more, or no recovery in the next
-                                                    # points;
-    spike_info_rel: float = setting(0.15, ge=0)     # info: one point under 15% that recovers at once (heavy-tailed
-                                                    # batch noise does that now and then); else warning
-
-    def check(self) -> str | None:
-        if self.spike_info_rel > self.spike_critical_rel:
-            return (f"spike_info_rel: {self.spike_info_rel:g} is above spike_critical_rel {self.spike_critical_rel:g}; "
-                    "info is for the smaller jumps")
-        return None
 
 
 ADVICE = ("Likely a bad batch, a gradient blow-up or a learning-rate jump: look at the batch of that step "

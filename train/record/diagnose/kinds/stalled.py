@@ -2,8 +2,6 @@
 not improving."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
 from train.record.diagnose.curves import Curves, point_noise
@@ -11,9 +9,7 @@ from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds import flat
 from train.record.diagnose.kinds.plateau import is_plateau
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
+from train.record.diagnose.settings import DiagnoseConfig
 
 ADVICE = ("Neither loss is improving: check the learning rate (too low, or decayed already), noise in the "
           "data, and whether the model has the capacity for more.")

@@ -3,27 +3,14 @@ starts."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves, point_noise, robust_sigma, train_trend_at, val_half_window
 from train.record.diagnose.finding import Finding
 from train.record.diagnose.kind import Facts, Kind
 from train.record.diagnose.kinds import validations
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class ValNoisySettings:
-    val_noisy_ratio: float = setting(3.0, gt=0)     # validation sigma 3x the per-step training sigma ...
-    val_noisy_min_rel: float = setting(0.01, ge=0)  # ... and 1% of the validation level (else a smooth curve's
-                                                    # crumbs)
-    val_noisy_warn_rel: float = setting(0.05, ge=0) # 5% of the level: a warning (it hides the 1% a data change moves)
+from train.record.diagnose.settings import DiagnoseConfig, ValNoisySettings
 
 
 ADVICE = ("Validation is much noisier than training: the validation set is likely too small or "

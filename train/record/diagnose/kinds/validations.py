@@ -1,20 +1,9 @@
 """What overfitting and val_noisy share: enough validation points to tell a trend from noise."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from glassbox.schema import setting
 from train.record.diagnose.curves import Curves
 from train.record.diagnose.kind import Facts
-
-if TYPE_CHECKING:
-    from train.record.diagnose.registry import DiagnoseConfig
-
-
-@dataclass
-class ValidationSettings:
-    val_min_points: int = setting(6, ge=2)          # validations needed to judge val_noisy and overfitting
+from train.record.diagnose.settings import DiagnoseConfig, ValidationSettings
 
 
 def too_few(nv: int, needed: int) -> str | None:
