@@ -82,7 +82,7 @@ def train(pos: list[dict], neg: list[dict], out: Path, seed: int) -> None:
 
 def calibrate(model: Model, neg_dev: list[dict], keep: float = 0.98) -> float:
     s = sorted(model.scores([p["text"] for p in neg_dev]))
-    return round(min(0.99, max(0.5, s[min(len(s) - 1, int(keep * len(s)))] + 1e-3)), 3)
+    return round(min(0.99, max(0.2, s[min(len(s) - 1, int(keep * len(s)))] + 1e-3)), 3)
 
 
 def heldout(model: Model, pages: list[dict], threshold: float) -> dict:
@@ -119,9 +119,9 @@ def main(argv=None) -> int:
                        "real_positives": sum(p["source"] != "synthetic" for p in pos),
                        "synthetic_positives": sum(p["source"] == "synthetic" for p in pos)},
         "threshold": threshold,
-        "threshold_rule": "the score below which at least 98 % of the dev ordinary pages it trained against stay",
+        "threshold_rule": "the score below which at least 98 % of the dev ordinary pages it trained against stay, at least 0.2 (they are training pages: their scores are optimistic)",
         "held_out": heldout(model, pages, threshold),
-        "held_out_at_0.5": heldout(model, pages, 0.5),
+        "held_out_by_threshold": {t: heldout(model, pages, t) for t in (0.1, 0.2, 0.3, 0.5)},
         "kept_out": "CASIA-LM/ChineseWebText and tgtgdeploy/seo-admin-backend (the evaluation's own pages)",
         "rebuild": "python -m quality_models.spam_classifier",
     }
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
           f"{card['trained_on']['synthetic_positives']} synthetic injection pages",
           f"- negatives: {dict(card['trained_on']['negatives'])}",
           f"- threshold {threshold} ({card['threshold_rule']})",
-          f"- held out (pages, sites never trained on): {card['held_out']}; at 0.5: {card['held_out_at_0.5']}",
+          f"- held out (pages, sites never trained on): {card['held_out']}; by threshold: {card['held_out_by_threshold']}",
           f"- kept out of training and calibration: {card['kept_out']}",
           f"- rebuild: `{card['rebuild']}`", ""]
     args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
