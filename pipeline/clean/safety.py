@@ -112,7 +112,8 @@ class Matcher:
 
 
 def builtin_languages() -> list[str]:
-    return sorted(Path(rel).stem for rel in pinned() if rel.startswith("safety/") and rel.endswith(".tsv"))
+    return sorted(Path(rel).stem for rel in pinned()
+                  if rel.startswith("safety/") and rel.endswith(".tsv") and rel.count("/") == 1)
 
 
 class Lists:
@@ -133,6 +134,8 @@ class Lists:
             files.append(builtin(f"safety/{base}.tsv"))
             if f"safety/allow/{base}.txt" in pinned():
                 files.append(builtin(f"safety/allow/{base}.txt"))
+            if f"safety/brands/{base}.tsv" in pinned():     # the brand names spam injects (issue 38)
+                files.append(builtin(f"safety/brands/{base}.tsv"))
         own = self.extra.get(lang, []) if lang != base else []
         files += [Path(p) for p in self.extra.get("*", []) + self.extra.get(base, []) + own]
         return files

@@ -59,3 +59,16 @@ def test_brand_lexicon_reads_and_matches():
     assert {"王者威尼斯人", "吕氏贵宾会"} <= terms
     # ordinary words around the brands are not terms
     assert not list(m.matches("威尼斯人在中世纪建立了共和国；金沙江流经云南；银河系有上千亿颗恒星。"))
+
+
+def test_brand_lexicon_is_built_in_for_zh_and_ads_false_positives_dropped():
+    from pipeline.clean.list_settings import SafetyConfig
+    from pipeline.clean.safety import Safety, builtin_languages
+
+    assert builtin_languages().count("zh") == 1
+    s = Safety(SafetyConfig())
+    assert any(f.name == "zh.tsv" and f.parent.name == "brands" for f in s.lists.files("zh"))
+    spam = "王者威尼斯人现金网网址：" + ARTICLE + "王者威尼斯人官网，吕氏贵宾会，美狮贵宾会。"
+    assert s.reason(s.signals(spam, "zh"), "zh") == "safety_gambling"
+    ordinary = "本公司招聘客服人员，淘宝店铺招商中。证监会发布通知。" + ARTICLE
+    assert s.reason(s.signals(ordinary, "zh"), "zh") is None
