@@ -43,6 +43,12 @@ def list_language(lang: str | None) -> str:
     return LIST_LANGUAGE.get(lang, lang)
 
 
+def _joins(c: str) -> bool:
+    """True when c would continue a word of a spaced script: a letter or digit, but not a character of a script
+    written without spaces (bet365亚洲 holds the term bet365: Han text runs into Latin brand names unspaced)."""
+    return c.isalnum() and (c < "\u2e80" or "\uac00" <= c <= "\ud7af")
+
+
 def _spaced(term: str) -> bool:
     """True when every letter of the term belongs to a script written with spaces (match on word boundaries)."""
     from pipeline.clean.words import has_unspaced
@@ -93,7 +99,7 @@ class Matcher:
             code = codes[i]
             if code < 0:
                 continue
-            if spaced[i] and ((start > 0 and low[start - 1].isalnum()) or (end < n and low[end].isalnum())):
+            if spaced[i] and ((start > 0 and _joins(low[start - 1])) or (end < n and _joins(low[end]))):
                 continue
             yield code, terms[i]
 

@@ -72,3 +72,9 @@ def test_brand_lexicon_is_built_in_for_zh_and_ads_false_positives_dropped():
     assert s.reason(s.signals(spam, "zh"), "zh") == "safety_gambling"
     ordinary = "本公司招聘客服人员，淘宝店铺招商中。证监会发布通知。" + ARTICLE
     assert s.reason(s.signals(ordinary, "zh"), "zh") is None
+
+
+def test_latin_brand_next_to_han_text_counts():
+    m = Matcher([("gambling", "bet365"), ("porn", "anal")])
+    assert [t for _, t in m.matches("bet365亚洲体育官网，bet365。")] == ["bet365", "bet365"]
+    assert [t for _, t in m.matches("analysis 分析analysis xbet365 bet3650")] == []
