@@ -5,8 +5,10 @@ split), on the held-out reference prose, and what it costs.
     python bench/zh_spam.py --terms          # per term: hits on dev ordinary pages and calibration prose (review)
 
 Rules measured, alone and together:
-- lists_builtin: the built-in lists (pipeline/clean/lists/safety/zh.tsv) at the calibrated thresholds;
-- lists_brands: the same plus the brand lexicon (lists/safety/brands/zh.tsv);
+- lists_before: the built-in zh list as before issue 38 (no brand lexicon, the ads terms of brands/ads_prune_zh.txt in);
+- lists_shipped: the built-in lists as they are (with the brand lexicon lists/safety/brands/zh.tsv);
+- lists_dev_lexicon: shipped, less the brand terms read off held-out pages (quality_models/data/spam_zh/
+  lexicon_provenance.tsv): the figure that counts no page by its own words;
 - each structure rule of pipeline/clean/spam_signals.py at its default threshold;
 - the spam classifier (--classifier), a fastText model whose positive label is __label__spam.
 For each: real spam pages rejected, ordinary pages kept (per source), held-out prose lost, with counts.
@@ -29,12 +31,38 @@ from quality_models import spam_pages  # noqa: E402
 BRANDS = REPO / "pipeline/clean/lists/safety/brands/zh.tsv"
 
 
-def safety(with_brands: bool):
+PROVENANCE = REPO / "quality_models/data/spam_zh/lexicon_provenance.tsv"
+BUILTIN = REPO / "pipeline/clean/lists/safety"
+
+
+def safety(variant: str):
+    """The content-safety lists as a variant: "before" (the built-in zh list as it was before issue 38: no brand
+    lexicon, the 9 ads terms of brands/ads_prune_zh.txt still in), "shipped" (the built-in lists as they are) or
+    "dev_lexicon" (shipped, without the brand terms read off held-out pages: the honest held-out figure)."""
     from pipeline.clean.list_settings import SafetyConfig
     from pipeline.clean.safety import Safety
 
-    cfg = SafetyConfig(lists={"zh": [str(BRANDS)]} if with_brands else {})
-    return Safety(cfg)
+    if variant == "shipped":
+        return Safety(SafetyConfig())
+    out = REPO / "build" / "bench" / f"zh_lists_{variant}"
+    out.mkdir(parents=True, exist_ok=True)
+    base = (BUILTIN / "zh.tsv").read_text(encoding="utf-8")
+    files = [str(BUILTIN / "allow/zh.txt")]
+    if variant == "before":
+        pruned = [ln for ln in (BUILTIN / "brands/ads_prune_zh.txt").read_text(encoding="utf-8").splitlines()
+                  if ln and not ln.startswith("#")]
+        for term in pruned:
+            base = base.replace(f"# dropped (in 2+ ordinary web pages, issue 38, lists/safety/brands/ads_prune_zh.txt): "
+                                f"ads\t{term}", f"ads\t{term}")
+    else:
+        held = {ln.split("\t")[0] for ln in PROVENANCE.read_text(encoding="utf-8").splitlines()
+                if ln and not ln.startswith("#") and ln.split("\t")[2] == "page:held_out"}
+        brands = [ln for ln in BRANDS.read_text(encoding="utf-8").splitlines()
+                  if not ("\t" in ln and not ln.startswith("#") and ln.split("\t")[1] in held)]
+        (out / "brands.tsv").write_text("\n".join(brands) + "\n", encoding="utf-8")
+        files.append(str(out / "brands.tsv"))
+    (out / "zh.tsv").write_text(base, encoding="utf-8")
+    return Safety(SafetyConfig(builtin=False, lists={"zh": [str(out / "zh.tsv")] + files}))
 
 
 def list_reason(s, text: str) -> str | None:
@@ -105,7 +133,7 @@ def main(argv=None) -> int:
         return terms(pages, args.shared)
     pages = [p for p in pages if p["split"] == args.split]
     prose_docs = prose(args.shared, "held_out" if args.split == "held_out" else "calibration")
-    base, brands = safety(False), safety(True)
+    base, brands, devlex = safety("before"), safety("shipped"), safety("dev_lexicon")
     sig_cache = {}
 
     def sig(p):
@@ -115,8 +143,9 @@ def main(argv=None) -> int:
         return sig_cache[k]
 
     deciders = {
-        "lists_builtin": lambda p: list_reason(base, p["text"]) is not None,
-        "lists_brands": lambda p: list_reason(brands, p["text"]) is not None,
+        "lists_before": lambda p: list_reason(base, p["text"]) is not None,
+        "lists_shipped": lambda p: list_reason(brands, p["text"]) is not None,
+        "lists_dev_lexicon": lambda p: list_reason(devlex, p["text"]) is not None,
     }
     for rule in spam_signals.RULES:
         deciders[f"structure_{rule}"] = (lambda r: lambda p: bool(spam_signals.fired(sig(p), [r])))(rule)
@@ -130,10 +159,10 @@ def main(argv=None) -> int:
                 cache[p["text"]] = clf.scores([p["text"]])[0]
             return cache[p["text"]]
         deciders["classifier"] = lambda p: score(p) >= args.threshold
-        deciders["all_default"] = lambda p: (deciders["lists_brands"](p) or deciders["structure_default"](p)
+        deciders["all_default"] = lambda p: (deciders["lists_dev_lexicon"](p) or deciders["structure_default"](p)
                                              or deciders["classifier"](p))
     else:
-        deciders["all_default"] = lambda p: deciders["lists_brands"](p) or deciders["structure_default"](p)
+        deciders["all_default"] = lambda p: deciders["lists_dev_lexicon"](p) or deciders["structure_default"](p)
     res = evaluate(pages, prose_docs, deciders)
 
     # speed, one core: structure signals and the brand-extended list match on the split's texts
