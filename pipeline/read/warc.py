@@ -10,7 +10,12 @@ Three layers:
            CRC or length) may not fail where it ends: its stream runs on into the members after it.
            If it fails there, or the file ends inside it while a member header follows its first
            byte, it is one `corrupt_gzip` and reading resumes at that header; only a damaged last
-           member reads as `truncated_gzip`, like a file cut short.
+           member reads as `truncated_gzip`, like a file cut short. A member too big to hold (a record
+           over _MEMBER_HOLD, whole-file gzip) streams, but keeps the same promise for a damaged end:
+           its last _TAIL_HOLD bytes of output wait for its CRC, and from the first member header in
+           its input that decodes (where a damaged stream runs on into the next member) everything
+           waits, so a damaged end drops the record it cuts short and resumes at that header. (A
+           whole-file gzip cut short so loses the records of its last _TAIL_HOLD bytes, unchecked.)
   _Stream  a small buffer over _Source: readline/read/skip/peek/unread, with the decompressed offset.
   iter_records  the record parser: WARC headers (or ARC header lines), the HTTP head, the body.
            After a bad record it resynchronises on the next `WARC/1.` line (or ARC header line).
@@ -42,6 +47,8 @@ _RAW_CHUNK = 1 << 16        # compressed bytes read per call
 _OUT_CHUNK = 1 << 20        # most decompressed bytes produced per call (bounds memory on gzip bombs)
 _MAX_HEADER_BYTES = 1 << 16  # a WARC or HTTP head larger than this is not a head
 _MEMBER_HOLD = 8 << 20     # a member's output is held until its CRC checks, up to this many bytes
+_TAIL_HOLD = 256 << 10     # past that, its last output bytes still wait for the CRC (40 damaged deflate bytes
+                           # give at most 40 x 8 codes x 258 bytes = 82 KB of wrong output)
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _PADDING = b"\x00\r\n\t "
 
@@ -85,6 +92,9 @@ class _Source:
         self._held: list[bytes] = []  # its output so far, not handed out until the member checks
         self._held_n = 0
         self._member_raw: bytearray | None = None  # its compressed bytes so far (None: streaming)
+        self._from_header = False  # streaming, held again from a member header in its input (_member_raw's start)
+        self._scanned = 0          # streaming: file offset up to which the input was searched for member headers
+        self._header_at = -1       # ... and the offset of the member header found there
         self._resyncing = False    # after an error, stay quiet until a member decodes again
         self.error: tuple[str, str] | None = None  # pending barrier
         self.eof = False
@@ -128,67 +138,116 @@ class _Source:
                 self._raw = self._read_raw()
                 if not self._raw:
                     if self._d is not None and self._member_raw is not None \
-                            and _next_member(self._member_raw, 1) is not None:
+                            and (self._from_header or _next_member(self._member_raw, 1) is not None):
                         # The member's end (the last deflate codes, its CRC or length) is damaged, so its
                         # deflate stream ran on into the members after it until the file ended: drop it
-                        # and resume after its first byte, as for any corrupt member.
-                        self._d = None
-                        self._raw = bytes(self._member_raw)[1:]
-                        self._held, self._held_n, self._member_raw = [], 0, None
+                        # and resume after its first byte (or at the member header it ran into, for a
+                        # streamed member), as for any corrupt member.
+                        self._raw = self._drop_member()
                         self._fail("corrupt_gzip", "gzip member does not end: its deflate data or trailer is "
                                                    "damaged")
                         continue
-                    if self._d is not None:  # EOF inside the last member: an unchecked member gives nothing
-                        self._d = None
+                    if self._d is not None:  # EOF inside the last member: unchecked output gives nothing
+                        self._drop_member()
                         self._fail("truncated_gzip", "file ends inside a gzip member")
                         self.eof = True
-                        return b"" if self._member_raw is not None else self._release()
+                        return b""
                     self.eof = True
                     break
             if self._d is None:
                 if not self._start_member():
                     break
-                self._held, self._held_n, self._member_raw = [], 0, bytearray()
-            data, self._raw = self._raw, b""
+                self._held, self._held_n, self._member_raw, self._from_header = [], 0, bytearray(), False
+            streaming = self._member_raw is None
+            # a streamed member's input is fed up to the next member header in it, which may be where it ends
+            data, rest = self._split_at_header() if streaming else (self._raw, b"")
+            self._raw = b""
             try:
                 out = self._d.decompress(data, _OUT_CHUNK)
             except zlib.error as e:
                 # Drop this member (and what it gave, if held); the next may start after its first byte.
-                self._d = None
-                self._raw = bytes(self._member_raw + data)[1:] if self._member_raw is not None else data[1:]
-                self._held, self._held_n, self._member_raw = [], 0, None
+                self._raw = self._drop_member(data) + rest
                 self._fail("corrupt_gzip", f"gzip: {e}")
                 continue
             done = self._d.eof
-            self._raw = self._d.unused_data if done else self._d.unconsumed_tail
-            if self._member_raw is None:  # streaming a big member: hand out as it comes
-                if done:
-                    self._d = None
-                if out:
-                    self._resyncing = False
-                    self.produced += len(out)
-                    return out
-                continue
-            self._member_raw += data[:len(data) - len(self._raw)]
+            left = self._d.unused_data if done else self._d.unconsumed_tail
+            self._raw = left + rest if rest else left
             if out:
                 self._held.append(out)
                 self._held_n += len(out)
             if done:  # the CRC and length checked: the member's output is sound
-                self._d = None
+                self._d, self._member_raw, self._from_header = None, None, False
                 self._resyncing = False
                 got = self._release()
                 if got:
                     return got
-            elif self._held_n > _MEMBER_HOLD or len(self._member_raw) > _MEMBER_HOLD:
-                return self._release()  # too big to hold (whole-file gzip): stream the rest
+                continue
+            if streaming:
+                got = self._release(_TAIL_HOLD)
+                if rest and not left:
+                    # Its input reached a member header without the member ending: either a healthy member
+                    # goes on past bytes that look like one, or its end is damaged and the stream runs on
+                    # into the next member. Hold everything from here until it checks.
+                    self._member_raw, self._from_header = bytearray(), True
+                if got:
+                    self._resyncing = False
+                    return got
+                continue
+            self._member_raw += data[:len(data) - len(left)]
+            if self._held_n > _MEMBER_HOLD or len(self._member_raw) > _MEMBER_HOLD:
+                # too big to hold (a huge record, whole-file gzip): stream the rest, its last bytes still held
+                self._member_raw, self._from_header = None, False
+                got = self._release(_TAIL_HOLD)
+                if got:
+                    return got
         return b""
 
-    def _release(self) -> bytes:
-        """Hand out the current member's held output; from here on the member streams."""
-        out = b"".join(self._held)
-        self._held, self._held_n, self._member_raw = [], 0, None
-        self.produced += len(out)
-        return out
+    def _release(self, keep: int = 0) -> bytes:
+        """Hand out the current member's held output but (whole chunks of) its last `keep` bytes."""
+        out = []
+        while self._held and self._held_n - len(self._held[0]) >= keep:
+            chunk = self._held.pop(0)
+            self._held_n -= len(chunk)
+            out.append(chunk)
+        got = b"".join(out)
+        self.produced += len(got)
+        return got
+
+    def _drop_member(self, data: bytes = b"") -> bytes:
+        """Forget the current member, damaged, and its held output; the input to resume at: after its first byte,
+        or at the member header a streamed member ran into (or after the first byte of the failing input)."""
+        if self._member_raw is not None:
+            resume = bytes(self._member_raw + data)[0 if self._from_header else 1:]
+        else:
+            resume = data[1:]
+        self._d, self._held, self._held_n, self._member_raw, self._from_header = None, [], 0, None, False
+        return resume
+
+    def _split_at_header(self) -> tuple[bytes, bytes]:
+        """A streamed member's input: (self._raw up to the first gzip member header in it that decodes, the rest
+        from that header on), reading ahead far enough to see a whole header and to judge it."""
+        raw = self._raw
+        i = max(0, self._scanned - (self._read_total - len(raw)))
+        while True:
+            i = raw.find(_GZIP_MAGIC, i)
+            if i < 0:
+                if raw[-2:].endswith(b"\x1f") or raw[-2:] == b"\x1f\x8b":   # a header may start in the last bytes
+                    more = self._read_raw()
+                    if more:
+                        i, raw = max(len(raw) - 2, 0), raw + more
+                        continue
+                self._scanned = self._read_total
+                return raw, b""
+            if len(raw) - i < 4096:
+                more = self._read_raw()
+                if more:
+                    raw += more
+                    continue
+            at = self._read_total - len(raw) + i
+            if at == self._header_at or _header_decodes(raw[i:i + 4096]):
+                self._scanned = self._header_at = at
+                return raw[:i], raw[i:]
+            i += 1
 
     def _starts_record(self) -> bool:
         """Does the gzip member at the head of self._raw begin with a WARC record?"""
@@ -244,17 +303,22 @@ class _Source:
                     return False
 
 
+def _header_decodes(raw: bytes | bytearray) -> bool:
+    """Do these bytes (4 KiB from a gzip magic) decode without error and give output? A gzip magic by chance
+    inside compressed data fails within a few bytes: reserved flags, a distance back past the start."""
+    try:
+        return bool(zlib.decompressobj(31).decompress(bytes(raw)))
+    except zlib.error:
+        return False
+
+
 def _next_member(raw: bytes | bytearray, start: int) -> int | None:
-    """Offset of the first gzip member header at or after `start` whose first 4 KiB decode without error (a
-    gzip magic by chance inside compressed data fails within a few bytes: reserved flags, a distance back
-    past the start), or None."""
+    """Offset of the first gzip member header at or after `start` whose first 4 KiB decode without error, or
+    None."""
     i = start
     while (i := raw.find(_GZIP_MAGIC, i)) >= 0:
-        try:
-            if zlib.decompressobj(31).decompress(bytes(raw[i:i + 4096])):
-                return i
-        except zlib.error:
-            pass
+        if _header_decodes(raw[i:i + 4096]):
+            return i
         i += 1
     return None
 
