@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import math
 
 import numpy as np
 
@@ -53,8 +54,21 @@ def domain_digest(win: np.ndarray) -> str:
     return hashlib.sha256(win.tobytes()).hexdigest()[:16]
 
 
-def proxy_losses(run: str, domains: dict[str, np.ndarray], batch: int = 16) -> tuple[int, dict[str, dict]]:
-    """(checkpoint step, {domain: {"loss", "tokens"}}, parameters) of a finished proxy."""
+def domain_bytes(domains: dict[str, np.ndarray], tokenizer: str) -> dict[str, int]:
+    """{domain: UTF-8 bytes its predicted tokens decode to} (train/tokenizer/token_bytes.py: byte pieces 1,
+    the end-of-document id 0)."""
+    import sentencepiece as spm
+
+    from train.tokenizer.token_bytes import token_bytes
+
+    table = token_bytes(tokenizer, spm.SentencePieceProcessor(model_file=tokenizer).eos_id())
+    return {k: int(table[w[:, 1:]].sum()) for k, w in domains.items()}
+
+
+def proxy_losses(run: str, domains: dict[str, np.ndarray], batch: int = 16,
+                 n_bytes: dict[str, int] | None = None) -> tuple[int, dict[str, dict]]:
+    """(checkpoint step, {domain: {"loss", "tokens"[, "bytes", "bpb"]}}, parameters) of a finished proxy; given
+    each domain's bytes (``domain_bytes``), also bits per byte: the summed nats over ln 2 x the bytes."""
     import torch
     import torch.nn.functional as F
 
@@ -74,4 +88,6 @@ def proxy_losses(run: str, domains: dict[str, np.ndarray], batch: int = 16) -> t
                 total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), reduction="sum"))
                 count += y.numel()
             out[name] = {"loss": total / count, "tokens": count}
+            if n_bytes and n_bytes.get(name):
+                out[name].update(bytes=n_bytes[name], bpb=total / (math.log(2) * n_bytes[name]))
     return ckpt.step, out, cfg.num_params()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import sys
@@ -174,18 +175,21 @@ class Ablation:
             domains[name] = heldout.windows(docs, self.tokenizer, self.plan["seq_len"], e.max_tokens)
         digests = {k: heldout.domain_digest(w) for k, w in domains.items()}
         self.eval_tokens = {k: int(w[:, 1:].size) for k, w in domains.items()}
+        self.eval_bytes = heldout.domain_bytes(domains, self.tokenizer)
         for name, r in runs.items():
             cache = os.path.join(self.out, "evals", f"{name}.json")
             cached = _read_json(cache)
             step = proxy.finished_step(r["run"])
-            if cached and cached.get("step") == step and cached.get("digests") == digests:
+            if cached and cached.get("step") == step and cached.get("digests") == digests and all(
+                    "bpb" in v for v in cached["losses"].values()):
                 losses, params = cached["losses"], cached["params"]
             else:
-                step, losses, params = heldout.proxy_losses(r["run"], domains)
+                step, losses, params = heldout.proxy_losses(r["run"], domains, n_bytes=self.eval_bytes)
                 os.makedirs(os.path.dirname(cache), exist_ok=True)
                 _write_json(cache, {"step": step, "digests": digests, "losses": losses, "params": params})
             self.plan["params"] = params
             r["evals"] = {k: v["loss"] for k, v in losses.items()}
+            r["evals_bpb"] = {k: v["bpb"] for k, v in losses.items()}
             rows = proxy.read_metrics(r["run"])
             r["curve"] = thin(proxy.curve(rows))
             r["final_train_loss"] = r["curve"][-1][1] if r["curve"] else None
@@ -210,10 +214,15 @@ class Ablation:
         evaluations = {}
         for dom in self.spec.evaluations:
             base_vals = [r["evals"][dom] for r in by_variant[specs.BASE]]
-            evaluations[dom] = {"tokens": self.eval_tokens[dom], "variants": {}}
+            # bits per byte: one tokenizer and the same windows for every proxy, so bpb is the loss times one
+            # factor per domain (tokens / (ln 2 x bytes)) and every verdict is the same in either unit
+            evaluations[dom] = {"tokens": self.eval_tokens[dom], "bytes": self.eval_bytes[dom],
+                                "bpb_per_nat": self.eval_tokens[dom] / (math.log(2) * self.eval_bytes[dom]),
+                                "variants": {}}
             for v in self.variants:
                 vals = [r["evals"][dom] for r in by_variant[v.name]]
-                entry = {"spread": stats.spread(vals).__dict__}
+                entry = {"spread": stats.spread(vals).__dict__,
+                         "spread_bpb": stats.spread([r["evals_bpb"][dom] for r in by_variant[v.name]]).__dict__}
                 if v.name != specs.BASE:
                     entry["vs_base"] = stats.compare(vals, base_vals, v.seeds, self.variants[0].seeds,
                                                      self.spec.confidence).as_dict()
@@ -234,7 +243,7 @@ class Ablation:
                 "corpus_dir": os.path.join(self.out, "corpora", keys[0]),
                 "kept": kept_of([self.corpora[k] for k in keys]),
                 "stages": rec["stages"],
-                "proxies": [{**{k: r[k] for k in ("seed", "run", "manifest", "status", "wall_s", "evals",
+                "proxies": [{**{k: r[k] for k in ("seed", "run", "manifest", "status", "wall_s", "evals", "evals_bpb",
                                                   "final_train_loss", "epochs", "curve")},
                              "harness": r.get("harness")} for r in by_variant[v.name]],
             }
@@ -330,21 +339,23 @@ def verdict_table(results: dict, what: str = "held-out loss (nats/token)", row: 
              *(len(o) + 5 for v in results["variants"].values() for o in v.get("against") or []))
     lines = [f"{what}, mean ± sd over seeds; difference from base with its {conf}% t-interval "
              "(paired on shared seeds, else Welch):",
-             f"  {row:<{dw}}  {'variant':<{vw}}  {value:>16}  {'diff':>8}  {'interval':>20}  verdict"]
+             f"  {row:<{dw}}  {'variant':<{vw}}  {value:>26}  {'diff':>8}  {'interval':>20}  verdict"]
     for dom, e in results["evaluations"].items():
         for name, v in e["variants"].items():
             s = v["spread"]
             loss = f"{s['mean']:.4f} ± {s['std']:.4f}"
+            if "spread_bpb" in v:                  # the mean in bits per byte, the figure that compares across domains
+                loss = f"{v['spread_bpb']['mean']:.3f} bpb  {loss}"
             if "vs_base" in v:
                 p = v["vs_base"]
                 interval = "[{:+.4f}, {:+.4f}]".format(p["low"], p["high"])
-                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>16}  {p['diff']:>+8.4f}  {interval:>20}  "
+                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>26}  {p['diff']:>+8.4f}  {interval:>20}  "
                              f"{p['verdict']}")
             else:
-                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>16}  {'':>8}  {'':>20}  (base)")
+                lines.append(f"  {dom:<{dw}}  {name:<{vw}}  {loss:>26}  {'':>8}  {'':>20}  (base)")
             for other, p in (v.get("vs") or {}).items():
                 interval = "[{:+.4f}, {:+.4f}]".format(p["low"], p["high"])
-                lines.append(f"  {'':<{dw}}  {'  vs ' + other:<{vw}}  {'':>16}  {p['diff']:>+8.4f}  {interval:>20}  "
+                lines.append(f"  {'':<{dw}}  {'  vs ' + other:<{vw}}  {'':>26}  {p['diff']:>+8.4f}  {interval:>20}  "
                              f"{p['verdict']}")
     return "\n".join(lines)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import socket
 import sys
@@ -525,7 +526,31 @@ class Training:
         if not sum(w.values()):
             w = {k: 1 for k in w}
         overall = sum(per[k] * w[k] for k in per) / sum(w.values())
-        self.metrics.val(step=step, tokens=step * self.G * self.plan.seq_len, val_loss=overall, per_source=per)
+        bpb = None
+        if self.metrics.enabled:             # bits per byte: the same nats over the bytes the targets decode to
+            tb = self.val_bytes()
+            bpb = {k: per[k] * tb[k][0] / (math.log(2) * tb[k][1]) if tb[k][1] else float("nan") for k in per}
+            bpb["__overall__"] = sum(bpb[k] * w[k] for k in per) / sum(w.values())
+        self.metrics.val(step=step, tokens=step * self.G * self.plan.seq_len, val_loss=overall, per_source=per,
+                         bpb=bpb)
+
+    def val_bytes(self) -> dict[str, tuple[int, int]]:
+        """Per source: (target tokens, their UTF-8 bytes) of the held-out sequences validation scores (all ranks
+        together), read once (train/tokenizer/token_bytes.py says how each id counts)."""
+        order = self.order
+        key = (id(order), tuple(order.val_sources))      # a manifest switch brings another order
+        if getattr(self, "_val_bytes_key", None) != key:
+            from train.tokenizer.token_bytes import token_bytes
+
+            table = token_bytes(self.manifest.tokenizer["abs_path"], self.manifest.eos_id, self.plan.model.vocab_size)
+            n = self.loader.val_micro_batches() * self.cfg.train.micro_batch_size * self.cfg.parallel.dp
+            out = {}
+            for s in order.val_sources:
+                targets = [order.val_sample(s, v)[1:] for v in range(n)]
+                out[order.names[s]] = (sum(len(t) for t in targets), int(sum(table[t].sum() for t in targets)))
+            self._val_bytes, self._val_bytes_key = out, key
+        return self._val_bytes
+
 
     # -- the loop
     def train(self) -> None:

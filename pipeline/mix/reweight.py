@@ -2,9 +2,13 @@
 
     make mix MIX=mixes/<name>.yaml DATA=<d> REWEIGHT_FROM=runs/<r> [REFERENCE=runs/<ref>] [STEP=N]
 
-The evidence is the per-source validation loss ``L_i`` (``val_loss_<source>`` in the run's metrics.jsonl) at
-one validation step (the last, or STEP), and with a reference run its losses ``R_i`` on the same sources (its
-last validation). The rule is a multiplicative update on per-source excess loss, as DoReMi (Xie et al. 2023,
+The evidence is the per-source validation loss ``L_i`` in bits per byte (``val_bpb_<source>`` in the run's
+metrics.jsonl; a record without it, from another trainer or an older run, falls back to ``val_loss_<source>`` in
+nats per token, and the record says which) at one validation step (the last, or STEP), and with a reference run
+its losses ``R_i`` on the same sources (its last validation), in the same unit. Bits per byte, because the rule
+compares sources with each other: a source whose text the tokenizer cuts into more pieces per byte (Chinese
+next to English, code next to prose) has a lower loss per token for the same difficulty per byte, and the
+rule would starve it. The rule is a multiplicative update on per-source excess loss, as DoReMi (Xie et al. 2023,
 "DoReMi: Optimizing Data Mixtures Speeds Up Language Model Pretraining") applies it at every step, here once
 per manifest version:
 
@@ -48,6 +52,7 @@ FORMULA = ("excess_i = max(L_i - R_i, 0) with a reference run, else L_i - min_j 
            "w_i <- w_i * exp(step_size * excess_i), normalised; w_i <- (1 - smoothing) * w_i + smoothing / k; "
            "w_i >= min_weight (the others scaled to fill the rest)")
 DECIMALS = 10
+BPB, NATS = "bits/byte", "nats/token"
 _VERSION_FILE = re.compile(r"^(?P<name>[A-Za-z0-9_-]+)\.v(?P<k>\d+)\.json$")
 
 
@@ -60,8 +65,14 @@ class RunEvidence:
     manifest: dict                      # manifest.json of the run (the plan it trained on)
     step: int
     tokens: int | None
-    losses: dict[str, float]            # source -> val_loss_<source> at that step
+    losses: dict[str, float]            # source -> val_bpb_<source> (or val_loss_<source>, see unit) at that step
     shares: dict[str, float] = field(default_factory=dict)   # realized share_<source> of the last telemetry row
+    unit: str = NATS                    # BPB when every source of the row has val_bpb_<source>
+    nats: dict[str, float] = field(default_factory=dict)     # val_loss_<source> at that step (always read)
+
+    def in_nats(self) -> "RunEvidence":
+        """The same evidence in nats per token (to compare with a record that has no bits per byte)."""
+        return dataclasses.replace(self, losses=dict(self.nats), unit=NATS)
 
 
 def _number(v) -> float | None:
@@ -102,8 +113,11 @@ def read_evidence(run_dir: str | os.PathLike, step: int | None = None, what: str
             if "val" in kinds:
                 per = {k[len("val_loss_"):]: _number(v) for k, v in row.items() if k.startswith("val_loss_")}
                 per = {k: v for k, v in per.items() if v is not None}
+                bpb = {k[len("val_bpb_"):]: _number(v) for k, v in row.items() if k.startswith("val_bpb_")}
+                bpb = {k: v for k, v in bpb.items() if v is not None}
                 if per:
-                    vals[row["step"]] = {"losses": per, "tokens": row.get("tokens")}
+                    vals[row["step"]] = {"losses": per, "tokens": row.get("tokens"),
+                                         "bpb": bpb if set(per) <= set(bpb) else None}
             if "train" in kinds and "loss" in row:
                 last_train = row
                 for k, v in row.items():
@@ -120,8 +134,10 @@ def read_evidence(run_dir: str | os.PathLike, step: int | None = None, what: str
     tokens = vals[step]["tokens"] if isinstance(vals[step]["tokens"], int) else None
     if tokens is None and isinstance(last_train.get("tokens"), int) and last_train.get("step") == step:
         tokens = last_train["tokens"]
+    v = vals[step]
     return RunEvidence(path=os.path.normpath(str(run_dir)), manifest=manifest, step=step, tokens=tokens,
-                       losses=vals[step]["losses"], shares=shares)
+                       losses={k: v["bpb"][k] for k in v["losses"]} if v["bpb"] else v["losses"], shares=shares,
+                       unit=BPB if v["bpb"] else NATS, nats=v["losses"])
 
 
 # --- the rule -------------------------------------------------------------------------------------------
@@ -227,7 +243,7 @@ def record(params: ReweightParams, run: RunEvidence, reference: RunEvidence | No
                 "manifest_content_hash": e.manifest.get("content_hash"), "manifest_name": e.manifest.get("name"),
                 "manifest_version": e.manifest.get("version", 1)}
 
-    return {"rule": RULE, "formula": FORMULA, "parameters": params.as_dict(), "run": who(run),
+    return {"rule": RULE, "formula": FORMULA, "unit": run.unit, "parameters": params.as_dict(), "run": who(run),
             "reference": who(reference) if reference else None,
             "realized_shares": {k: round(v, 6) for k, v in sorted(run.shares.items()) if k in new},
             "sources": evidence, "old_weights": {k: round(v, DECIMALS) for k, v in sorted(old.items())},
@@ -268,7 +284,9 @@ def format_change(rec: dict, path: str, version: int, parent: str, again: bool) 
              f"{str(run['manifest_content_hash'])[:12]}...) from {run['path']} at step {run['step']}"
              + (f" against reference {ref['path']} at step {ref['step']}" if ref else
                 "; no reference run: excess = validation loss above the easiest source")]
-    head = ["source", "val_loss"] + (["reference"] if ref else []) + ["excess", "old", "new", "change"]
+    unit = rec.get("unit", NATS)
+    head = ["source", "val_bpb" if unit == BPB else "val_loss"] + (["reference"] if ref else []) + [
+        "excess", "old", "new", "change"]
     rows = [head]
     for k, e in rec["sources"].items():
         d = e["new_weight"] - e["old_weight"]
@@ -284,7 +302,7 @@ def format_change(rec: dict, path: str, version: int, parent: str, again: bool) 
     ex = {k: e["excess"] for k, e in rec["sources"].items()}
     up = max(ex, key=lambda k: (ex[k], k))
     if max(ex.values()) - min(ex.values()) > 0:
-        lines.append(f"why: {up} has the largest excess loss ({ex[up]:.4f} nats): it lags most, so its weight grows "
+        lines.append(f"why: {up} has the largest excess loss ({ex[up]:.4f} {'bits per byte' if unit == BPB else 'nats per token'}): it lags most, so its weight grows "
                      f"by exp(step_size x excess) relative to the others")
     else:
         lines.append("why: no source lags the others, so the weights move only by smoothing and the floor")
@@ -302,6 +320,8 @@ def next_version(mix: MixConfig, counts: dict, tokenized_dir: str, manifest_dir:
     parent = run.manifest
     old = {k: float(parent["sources"][k]["requested_weight"]) for k in sorted(mix.weights)}
     params = mix.reweight or ReweightParams()
+    if reference is not None and reference.unit != run.unit:     # compare in the unit both records have
+        run, reference = run.in_nats(), reference.in_nats()
     new, per_source = reweight(old, run.losses, params, reference.losses if reference else None)
     manifest = build_manifest(dataclasses.replace(mix, weights=new, warnings=[]), counts, tokenized_dir, manifest_dir)
     manifest["parent"] = parent["content_hash"]

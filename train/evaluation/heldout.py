@@ -63,7 +63,10 @@ def perplexity(path, *, step=None, manifest=None, batch_size=8) -> dict:
     if order is None:
         raise EvalError(f"{run} held out no validation documents (it trained with eval.every: 0, or every source "
                         "was too small to hold any out); perplexity on held-out data needs a run with eval.every > 0")
-    per = heldout_losses(logits_fn, order, vocab, batch_size)
+    from train.tokenizer.token_bytes import token_bytes
+
+    per = heldout_losses(logits_fn, order, vocab, batch_size,
+                         byte_table=token_bytes(man.tokenizer["abs_path"], man.eos_id, vocab))
     overall, token_weighted = combine(per, order)
     return {
         "model": str(Path(path).resolve()), "kind": kind, "run_dir": str(run), "step": step, **where,
@@ -80,10 +83,12 @@ def perplexity(path, *, step=None, manifest=None, batch_size=8) -> dict:
 def format_table(result: dict) -> str:
     rows = [f"perplexity of {result['model']} ({result['kind']}, step {result['step']}) on "
             f"{result['held_out']['sequences_per_source']} held-out sequences x {result['held_out']['seq_len']} "
-            "tokens per source", f"{'source':<16} {'loss':>9} {'perplexity':>11} {'tokens':>9}"]
+            "tokens per source (bpb: bits per byte, what compares across sources and tokenizers)",
+            f"{'source':<16} {'loss':>9} {'perplexity':>11} {'tokens':>9} {'bpb':>7}"]
     logged = result.get("logged_val_at_step") or {}
     for name, v in result["per_source"].items():
-        rows.append(f"{name:<16} {v['loss']:>9.4f} {v['perplexity']:>11.3f} {v['tokens']:>9,}"
+        bpb = f"{v['bpb']:>7.4f}" if "bpb" in v else f"{'-':>7}"
+        rows.append(f"{name:<16} {v['loss']:>9.4f} {v['perplexity']:>11.3f} {v['tokens']:>9,} {bpb}"
                     + (f"   (val_loss logged {logged['val_loss_' + name]:.4f})"
                        if f"val_loss_{name}" in logged else ""))
     o = result["overall"]

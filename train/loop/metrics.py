@@ -128,12 +128,21 @@ class MetricsLog:
             self._window = []
         return row
 
-    def val(self, *, step: int, tokens: int, val_loss: float, per_source: dict[str, float]) -> dict:
+    def val(self, *, step: int, tokens: int, val_loss: float, per_source: dict[str, float],
+            bpb: dict[str, float] | None = None) -> dict:
+        """A validation row: ``val_loss`` (nats per token) and, given ``bpb`` ({source: bits per byte, and
+        "__overall__"}), ``val_bpb`` and ``val_bpb_<source>``, the figures that compare across sources."""
         row = {"kind": "val", "step": step, "tokens": tokens, "val_loss": val_loss,
-               **{f"val_loss_{k}": v for k, v in per_source.items()}, "time": time.time()}
+               **{f"val_loss_{k}": v for k, v in per_source.items()}}
+        if bpb:
+            row["val_bpb"] = bpb["__overall__"]
+            row.update({f"val_bpb_{k}": v for k, v in bpb.items() if k != "__overall__"})
+        row["time"] = time.time()
         if self.enabled:
             self._write(row)
             parts = " ".join(f"{k} {v:.4f}" for k, v in per_source.items())
+            if bpb:
+                parts += " | bpb " + " ".join(f"{k} {v:.3f}" for k, v in bpb.items() if k != "__overall__")
             print(f"step {step:>6}/{self.stop_step} | val_loss {val_loss:.4f} | {parts}", flush=True)
         return row
 

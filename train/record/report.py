@@ -205,11 +205,15 @@ def throughput_figure(rec: RunRecord) -> bytes | None:
                          ("step time", [(rec, "step_s", "step_s")], "step", "seconds")])
 
 
-def val_sources(rec: RunRecord) -> list[str]:
+def val_sources(rec: RunRecord, prefix: str | None = None) -> list[str]:
+    """The per-source validation fields: ``val_bpb_<source>`` (bits per byte, which compare across sources and
+    tokenizers) when the record has them, else ``val_loss_<source>`` (nats per token)."""
+    if prefix is None:
+        prefix = "val_bpb_" if val_sources(rec, "val_bpb_") else "val_loss_"
     keys: dict[str, None] = {}
     for r in rec.val_rows:
         for k in r:
-            if k.startswith("val_loss_") and finite(r.get(k)) is not None:
+            if k.startswith(prefix) and finite(r.get(k)) is not None:
                 keys[k] = None
     return list(keys)
 
@@ -218,16 +222,19 @@ def val_source_figure(rec: RunRecord) -> bytes | None:
     keys = val_sources(rec)
     if not keys:
         return None
+    bpb = keys[0].startswith("val_bpb_")
+    prefix, overall = ("val_bpb_", "val_bpb") if bpb else ("val_loss_", "val_loss")
     fig, axes = _figure(1, 1, width=11.0, height=3.6)
     ax = axes[0][0]
     for k in keys:
         xs, ys = series(rec.val_rows, k)
-        ax.plot(xs, ys, "o-", ms=3, lw=1.2, label=k[len("val_loss_"):])
-    xs, ys = series(rec.val_rows, "val_loss")
+        ax.plot(xs, ys, "o-", ms=3, lw=1.2, label=k[len(prefix):])
+    xs, ys = series(rec.val_rows, overall)
     if len(xs):
-        ax.plot(xs, ys, "k--", lw=1.4, label="val_loss (weighted)")
+        ax.plot(xs, ys, "k--", lw=1.4, label=f"{overall} (weighted)")
     mark_switches(ax, switches(rec))
-    _style(ax, "validation loss per source", "step", "loss (nats)")
+    _style(ax, "validation per source" + (" in bits per byte (comparable across sources)" if bpb else ""),
+           "step", "bits per byte" if bpb else "loss (nats)")
     ax.legend(fontsize=8, ncol=min(4, len(keys) + 1))
     return _png(fig)
 
@@ -548,7 +555,10 @@ def render_html(rec: RunRecord, diag: Diagnosis, charts: dict[str, bytes | None]
             "No finite training loss in this record.")
     section("optimizer", "Learning rate and gradient norm", missing="No lr or grad_norm fields in this record.")
     section("throughput", "Throughput", missing="No tokens_per_s, mfu or step_s fields in this record.")
-    section("val_sources", "Validation loss per source", missing="No per-source validation loss "
+    section("val_sources", "Validation loss per source", (
+        "Bits per byte (val_bpb_<source>): nats summed over the held-out tokens / (ln 2 x the UTF-8 bytes they "
+        "decode to), so sources that the tokenizer cuts into more or fewer tokens per byte compare." if
+        val_sources(rec) and val_sources(rec)[0].startswith("val_bpb_") else ""), "No per-source validation loss "
             "(val_loss_<source>) in this record.")
     section("telemetry", "Telemetry", ("Every other numeric field of the training rows, one chart per prefix: "
                                        + "; ".join(f"{g}: {', '.join(ks)}" if len(ks) > 1 else g

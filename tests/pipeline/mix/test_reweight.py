@@ -228,3 +228,23 @@ def test_manifest_versions_are_listed_by_number(tmp_path):
     for n in ("mix.json", "mix.v2.json", "mix.v10.json", "mix.v3.json.tmp", "other.v2.json", "mix.vx.json"):
         (d / n).write_text("{}")
     assert {k: p.name for k, p in versions(d, "mix").items()} == {1: "mix.json", 2: "mix.v2.json", 10: "mix.v10.json"}
+
+
+def test_bits_per_byte_are_preferred_and_a_record_without_them_falls_back_to_nats(tmp_path):
+    """The rule compares sources: in bits per byte when every source of the row has val_bpb_<source> (a source
+    cut into more tokens per byte, such as Chinese, looks easier per token); otherwise nats per token, said so."""
+    run = tmp_path / "run"
+    rows = [{"kind": "val", "step": 10, "tokens": 10_000, "val_loss": 4.0, "val_loss_zh": 3.0, "val_loss_en": 4.0,
+             "val_bpb": 1.5, "val_bpb_zh": 2.0, "val_bpb_en": 1.2}]
+    _metrics(run, rows)
+    (run / "manifest.json").write_text(json.dumps({"name": "m", "content_hash": "c" * 64}))
+    e = read_evidence(run)
+    assert e.unit == "bits/byte" and e.losses == {"zh": 2.0, "en": 1.2} and e.nats == {"zh": 3.0, "en": 4.0}
+    new, ev = reweight({"zh": 0.5, "en": 0.5}, e.losses, ReweightParams())
+    assert new["zh"] > new["en"]          # per byte zh is the harder source; per token it looked the easier
+    new_nats, _ = reweight({"zh": 0.5, "en": 0.5}, e.in_nats().losses, ReweightParams())
+    assert new_nats["zh"] < new_nats["en"]
+    partial = tmp_path / "partial"
+    _metrics(partial, [{k: v for k, v in rows[0].items() if k != "val_bpb_en"}])
+    (partial / "manifest.json").write_text("{}")
+    assert read_evidence(partial).unit == "nats/token" and read_evidence(partial).losses == {"zh": 3.0, "en": 4.0}

@@ -85,10 +85,11 @@ def test_the_starved_source_gains_weight_from_validation(runs, capsys):
     vals = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines() if '"val"' in line]
     last = vals[-1]
     assert r["run"]["step"] == last["step"] == 40 and r["reference"]["step"] == 40
-    assert r["sources"]["verse"]["val_loss"] == pytest.approx(last["val_loss_verse"], abs=1e-6)
+    assert r["unit"] == "bits/byte"            # the trainer logs bits per byte: the rule compares sources in it
+    assert r["sources"]["verse"]["val_loss"] == pytest.approx(last["val_bpb_verse"], abs=1e-6)
     ref_last = [json.loads(line) for line in (ref / "metrics.jsonl").read_text().splitlines() if '"val"' in line][-1]
     # The evidence: verse, seen 10% of the time, is further above the reference than wiki is.
-    ex = {k: max(last[f"val_loss_{k}"] - ref_last[f"val_loss_{k}"], 0.0) for k in ("wiki", "verse")}
+    ex = {k: max(last[f"val_bpb_{k}"] - ref_last[f"val_bpb_{k}"], 0.0) for k in ("wiki", "verse")}
     assert ex["verse"] > ex["wiki"]
     assert r["sources"]["verse"]["excess"] == pytest.approx(ex["verse"], abs=1e-6)
     new = r["new_weights"]

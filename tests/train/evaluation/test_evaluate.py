@@ -42,6 +42,7 @@ def test_perplexity_of_a_run_is_its_validation_loss(runs):
     for name, v in result["per_source"].items():
         assert v["loss"] == pytest.approx(logged[f"val_loss_{name}"], rel=1e-5)
         assert v["perplexity"] == pytest.approx(math.exp(v["loss"]))
+        assert v["bpb"] == pytest.approx(logged[f"val_bpb_{name}"], rel=1e-5)      # summed nats / bytes, both ways
         assert v["tokens"] == 8 * 32 and v["sequences"] == 8
     assert result["overall"]["loss"] == pytest.approx(logged["val_loss"], rel=1e-5)
     assert result["logged_val_at_step"]["val_loss"] == logged["val_loss"]
