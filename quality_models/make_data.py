@@ -1,12 +1,14 @@
 """Rebuild the text the default quality classifiers are trained on (quality_models/data/prose, quality_models/data/web)
 and the web corpora of the quality ablations (examples/ablate/web), from their upstream files (NOTICE beside each).
 
-    python -m quality_models.make_data --prose ../shared/data/prose --dolma-cc FILE --flagdata DIR --zh-pages DIR
+    python -m quality_models.make_data --prose ../shared/data/prose --dolma-cc FILE --flagdata DIR --zh-pages DIR \
+        --c4 ../shared/data/web_en/c4-sample.jsonl.gz --instruct ../shared/data
 
 where FILE is allenai/dolma's tests/data/formats/gz/CC-MAIN-20190717121559-20190717143559-00140.jsonl.gz at
 937ccc06, DIR for --flagdata holds FlagOpen/FlagData's flagdata/ tree at 84a3d7e7 and DIR for --zh-pages holds
 immortal-autumn/Chinese-Web-Content-Extraction-Dataset's cleaned/ folder at 99d0ef08 (git show each file into
-place). Every output is gzipped JSONL without a timestamp, so a rebuild is byte-identical.
+place). Each option rebuilds its own part; every output is gzipped JSONL without a timestamp, so a rebuild is
+byte-identical.
 
 - Prose, one file per language and kind: the documents of ../shared/data/prose (the half of the set this project
   holds), `id`, `text`, `source`, `license`, `url_or_path` as given, the text cut at a line or sentence end after
@@ -15,7 +17,11 @@ place). Every output is gzipped JSONL without a timestamp, so a rebuild is byte-
   table only (docs/quality.md says why it is not a positive).
 - Web: each upstream file's documents are split in two by a hash of their URL (or id): one half is the classifiers'
   negatives (quality_models/data/web), the other the base corpus of the ablations (examples/ablate/web), so a
-  filter is never measured on pages its classifier was trained against.
+  filter is never measured on pages its classifier was trained against. C4 (`--c4`) is split the same way
+  (`c4-en.jsonl.gz`), its text unchanged.
+- Instruction text (`--instruct`, the folder holding instruct/): Dolly-15k and OASST1 filtered by length, the
+  evaluation quarter left out (quality_models/instruct.py), COPY records of each training pool cut at 3,000
+  characters, in quality_models/data/instruct/{dolly,oasst1}.jsonl.gz.
 """
 from __future__ import annotations
 
@@ -79,37 +85,66 @@ def split_web(name: str, rows: list[dict], repo: Path) -> None:
         write_jsonl(repo / side / f"{name}.jsonl.gz", part)
 
 
+def c4(path: Path, repo: Path) -> None:
+    split_web("c4-en", [{"id": r["id"], "url": r["url"], "text": r["text"]} for r in read_jsonl(path)], repo)
+
+
+def instruct(shared: Path, out: Path) -> None:
+    from quality_models import instruct as ins
+
+    for source in ins.SOURCES:
+        pool, _ = ins.split(shared, source)
+        write_jsonl(out / "instruct" / f"{source}.jsonl.gz",
+                    [{**r, "text": cut(r["text"])} for r in pool[: ins.COPY]])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--prose", type=Path, required=True)
-    ap.add_argument("--dolma-cc", type=Path, required=True)
-    ap.add_argument("--flagdata", type=Path, required=True)
-    ap.add_argument("--zh-pages", type=Path, required=True)
+    ap.add_argument("--prose", type=Path)
+    ap.add_argument("--dolma-cc", type=Path)
+    ap.add_argument("--flagdata", type=Path)
+    ap.add_argument("--zh-pages", type=Path)
+    ap.add_argument("--c4", type=Path, help="../shared/data/web_en/c4-sample.jsonl.gz")
+    ap.add_argument("--instruct", type=Path, help="the folder holding instruct/ (../shared/data)")
     ap.add_argument("--repo", type=Path, default=Path("."))
     a = ap.parse_args(argv)
-    prose(a.prose, a.repo / "quality_models" / "data")
+    if a.prose:
+        prose(a.prose, a.repo / "quality_models" / "data")
+    if a.c4:
+        c4(a.c4, a.repo)
+    if a.instruct:
+        instruct(a.instruct, a.repo / "quality_models" / "data")
+    if a.dolma_cc:
+        dolma_cc(a.dolma_cc, a.repo)
+    if a.flagdata:
+        flagdata(a.flagdata, a.repo)
+    if a.zh_pages:
+        pages = [{"id": p.stem, "url": None, "text": p.read_text(encoding="utf-8", errors="replace")}
+                 for p in sorted(a.zh_pages.glob("*.txt"))]
+        split_web("zh-extraction-pages", pages, a.repo)
+    return 0
 
+
+def dolma_cc(path: Path, repo: Path) -> None:
     cc = []
-    for r in read_jsonl(a.dolma_cc):
+    for r in read_jsonl(path):
         meta = r.get("metadata") or ""
         url = meta.split("'warc_url': '", 1)[1].split("'", 1)[0] if "'warc_url': '" in meta else None
         cc.append({"id": r["id"], "url": url, "text": r["text"]})
-    split_web("cc2019-dolma", cc, a.repo)
+    split_web("cc2019-dolma", cc, repo)
 
-    flag = a.flagdata / "quality_assessment" / "FastText" / "data" / "cleared1.jsonl"
+
+def flagdata(root: Path, repo: Path) -> None:
+    flag = root / "quality_assessment" / "FastText" / "data" / "cleared1.jsonl"
     cc_zh = [{"id": r["digest"], "url": r["url"], "text": r["raw_content"]}
              for r in map(json.loads, flag.read_text(encoding="utf-8").splitlines())]
-    demo = a.flagdata / "cleaner" / "input" / "text_demo_input.jsonl"
+    demo = root / "cleaner" / "input" / "text_demo_input.jsonl"
     cc_zh += [{"id": f"text_demo_input:{i}", "url": None, "text": json.loads(line)["text"]}
               for i, line in enumerate(demo.read_text(encoding="utf-8").splitlines(), 1) if line.strip()]
-    split_web("flagdata-cc-zh", cc_zh, a.repo)
-    qa = a.flagdata / "cleaner" / "input" / "qa_demo_input.jsonl"
+    split_web("flagdata-cc-zh", cc_zh, repo)
+    qa = root / "cleaner" / "input" / "qa_demo_input.jsonl"
     split_web("flagdata-zhihu-qa", [{"id": r["source_id"], "url": None, "text": r["content"]}
-                                    for r in map(json.loads, qa.read_text(encoding="utf-8").splitlines())], a.repo)
-    pages = [{"id": p.stem, "url": None, "text": p.read_text(encoding="utf-8", errors="replace")}
-             for p in sorted(a.zh_pages.glob("*.txt"))]
-    split_web("zh-extraction-pages", pages, a.repo)
-    return 0
+                                    for r in map(json.loads, qa.read_text(encoding="utf-8").splitlines())], repo)
 
 
 if __name__ == "__main__":
