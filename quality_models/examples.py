@@ -120,7 +120,7 @@ def examples(docs: list[Doc], label: int, cfg: ChunkConfig, seen: set[str]) -> l
 
 
 def balance(pos: list[Example], neg: list[Example], rng: random.Random,
-            oversample: bool = False) -> tuple[list[Example], list[Example]]:
+            oversample: bool = False, weights: dict[str, float] | None = None) -> tuple[list[Example], list[Example]]:
     """Both classes cut to the smaller one's size, the larger sampled round robin over its inputs (each input
     shuffled), so every input contributes alike until it runs out; or, with `oversample`, the smaller class
     repeated up to the larger one's size (every example as often as the others, give or take one)."""
@@ -128,7 +128,7 @@ def balance(pos: list[Example], neg: list[Example], rng: random.Random,
         n = max(len(pos), len(neg))
         return _repeat(pos, n, rng), _repeat(neg, n, rng)
     n = min(len(pos), len(neg))
-    return _even(pos, n, rng), _even(neg, n, rng)
+    return _even(pos, n, rng, weights), _even(neg, n, rng, weights)
 
 
 def _repeat(items: list[Example], n: int, rng: random.Random) -> list[Example]:
@@ -140,7 +140,9 @@ def _repeat(items: list[Example], n: int, rng: random.Random) -> list[Example]:
     return out + rest[: n - len(out)]
 
 
-def _even(items: list[Example], n: int, rng: random.Random) -> list[Example]:
+def _even(items: list[Example], n: int, rng: random.Random, weights: dict[str, float] | None = None) -> list[Example]:
+    """n of the items, round robin over their inputs (each shuffled); an input of weight w (the input option
+    `weight=`, default 1) gives w chunks a round, fractions carried over."""
     if len(items) <= n:
         return list(items)
     by_input: dict[str, list[Example]] = defaultdict(list)
@@ -150,17 +152,23 @@ def _even(items: list[Example], n: int, rng: random.Random) -> list[Example]:
     for name in sorted(by_input):
         q = by_input[name][:]
         rng.shuffle(q)
-        queues.append(q)
+        queues.append((q, (weights or {}).get(name, 1.0)))
+    credit = [0.0] * len(queues)
     out: list[Example] = []
     while len(out) < n:
-        for q in queues:
-            if q and len(out) < n:
+        for i, (q, w) in enumerate(queues):
+            credit[i] += w
+            while q and credit[i] >= 1 and len(out) < n:
                 out.append(q.pop())
+                credit[i] -= 1
+            if not q:
+                credit[i] = 0.0
     return out
 
 
 def build(pos_docs: list[Doc], neg_docs: list[Doc], seed: int, holdout: float,
-          cfg: ChunkConfig = ChunkConfig(), oversample: bool = False) -> Dataset:
+          cfg: ChunkConfig = ChunkConfig(), oversample: bool = False,
+          weights: dict[str, float] | None = None) -> Dataset:
     """Chunk, de-duplicate, split by group, balance: the same documents and seed give the same data set."""
     seen: set[str] = set()
     pos = examples(pos_docs, 1, cfg, seen)
@@ -177,7 +185,7 @@ def build(pos_docs: list[Doc], neg_docs: list[Doc], seed: int, holdout: float,
     if not train_pos or not train_neg:
         raise InputError("every chunk of one class fell into the held-out part: give more documents or a "
                          "smaller --holdout")
-    bal_pos, bal_neg = balance(train_pos, train_neg, rng, oversample)
+    bal_pos, bal_neg = balance(train_pos, train_neg, rng, oversample, weights)
     train = bal_pos + bal_neg
     rng.shuffle(train)
     hb_pos, hb_neg = balance(test_pos, test_neg, rng)

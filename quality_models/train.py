@@ -167,6 +167,23 @@ def files_table(docs: list[Doc], role: str, used: dict[str, int]) -> list[dict]:
     return sorted(rows, key=lambda r: (r["role"], r["input"], r["path"]))
 
 
+def input_weights(args: list[str]) -> dict[str, float]:
+    """{input name: weight} of the inputs given `weight=` (a share of the balanced class: an input of weight 2 gives
+    twice the chunks of an input of weight 1, while both last)."""
+    out = {}
+    for arg in args:
+        spec = parse_spec(arg)
+        if "weight" in spec.options:
+            try:
+                w = float(spec.options["weight"])
+            except ValueError:
+                w = -1.0
+            if not w > 0:
+                raise InputError(f"{arg}: weight={spec.options['weight']} is not a positive number")
+            out[spec.name] = w
+    return out
+
+
 def train(args) -> dict:
     skipped: Counter = Counter()
     langs = args.lang
@@ -190,7 +207,8 @@ def train(args) -> dict:
         raise InputError(f"need positives and negatives in {', '.join(langs)}: got {len(pos_docs)} positive and "
                          f"{len(neg_docs)} negative documents (give --positives and --negatives, or --labels)")
     chunking = ex.ChunkConfig(min_words=args.min_words, max_words=args.max_words)
-    data = ex.build(pos_docs, neg_docs, args.seed, args.holdout, chunking, args.balance == "oversample")
+    weights = input_weights(args.positives + args.negatives)
+    data = ex.build(pos_docs, neg_docs, args.seed, args.holdout, chunking, args.balance == "oversample", weights)
     if not data.held_out_balanced:
         raise InputError("no held-out chunk of one class: give more documents or a larger --holdout")
     params = FastTextParams(dim=args.dim, epoch=args.epoch, lr=args.lr, word_ngrams=args.word_ngrams,

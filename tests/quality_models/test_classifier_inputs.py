@@ -107,6 +107,39 @@ def test_split_keeps_works_whole_and_balances_inputs_evenly():
     assert len(over[0]) == len(over[1]) == 10
 
 
+def test_an_input_weight_is_its_share_of_the_balanced_class():
+    """weight=3.5 on each of two inputs against seven of weight 1: the two give half the class (issue 37's English
+    default: seven prose kinds and two instruction sets)."""
+    items = [ex.Example(f"{name} {i}", 1, name, f"{name}{i}", "en") for name in "abcdefgxy" for i in range(400)]
+    got = Counter(e.input for e in ex._even(items, 1400, random.Random(0), {"x": 3.5, "y": 3.5}))
+    assert got["x"] + got["y"] == 700 and all(got[k] == 100 for k in "abcdefg")
+    plain = [e.text for e in ex._even(items, 900, random.Random(0))]
+    assert plain == [e.text for e in ex._even(items, 900, random.Random(0), {k: 1.0 for k in "abcdefgxy"})]
+    few = Counter(e.input for e in ex._even(items[:400] + items[-30:], 200, random.Random(0), {"y": 5}))
+    assert few == {"a": 170, "y": 30}             # an input that runs out leaves the rest to the others
+
+
+def test_the_instruction_copy_never_holds_the_evaluation_quarter():
+    """quality_models/data/instruct (copied) and the evaluation part (quality_models/instruct.py: side) are disjoint,
+    and every copied record passed the length filter."""
+    from quality_models import instruct
+
+    for name in ("dolly", "oasst1"):
+        rows = [json.loads(line) for line in gzip.open(REPO / "quality_models" / "data" / "instruct" /
+                                                         f"{name}.jsonl.gz", "rt", encoding="utf-8")]
+        assert len(rows) == instruct.COPY and all(instruct.side(r["id"]) == "train" for r in rows)
+        body = [r["text"].split("\n\n", 1)[-1] if name == "dolly" else r["text"] for r in rows]
+        assert min(map(len, body)) >= instruct.MIN_CHARS
+    assert sum(instruct.side(f"oasst-train-{i}") == "eval" for i in range(4000)) in range(900, 1100)
+
+
+def test_no_c4_page_is_on_both_sides():
+    """C4 negatives (quality_models/data/web) and the ablation's base (examples/ablate/web): split by URL."""
+    urls = [{json.loads(line)["url"] for line in gzip.open(REPO / side / "c4-en.jsonl.gz", "rt", encoding="utf-8")}
+            for side in ("quality_models/data/web", "examples/ablate/web")]
+    assert len(urls[0]) == 510 and len(urls[1]) == 490 and urls[0].isdisjoint(urls[1])
+
+
 def test_the_shipped_prose_copy_is_split_by_parent_work():
     """pieces <work>#pNN of one Gutenberg book are one group: held out together or trained together."""
     docs = read_input(parse_spec(f"{PROSE / 'en' / 'literature.jsonl.gz'}:lang=en"), Counter())

@@ -103,6 +103,8 @@ def test_a_data_folder_trains_kept_against_rejected(tmp_path):
     (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=fr", "--negatives", str(WEB)], "got 0 positive and"),
     (["--positives", f"{PROSE / 'news.jsonl.gz'}:source=books", "--negatives", str(WEB)],
      "no document with text passed its filters (source=books)"),
+    (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=en,weight=0", "--negatives", str(WEB)],
+     "weight=0 is not a positive number"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
     r = run("--lang", "en", *args, "--out", tmp_path / "m.ftz")
