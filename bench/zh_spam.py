@@ -165,6 +165,19 @@ def main(argv=None) -> int:
         deciders["all_default"] = lambda p: deciders["lists_dev_lexicon"](p) or deciders["structure_default"](p)
     res = evaluate(pages, prose_docs, deciders)
 
+    # the structure rules on English: ordinary web (C4 sample of ../shared/data/web_en) and held-out English prose
+    import gzip
+    en_web = [json.loads(ln)["text"] for ln in gzip.open(args.shared / "web_en/c4-sample.jsonl.gz", "rt",
+                                                           encoding="utf-8")]
+    from pipeline.clean.safety_calibrate import prose_docs
+    en_prose = [t for _, _, t in prose_docs(args.shared / "prose", "held_out").get("en", [])]
+    en = {}
+    for rule in spam_signals.RULES:
+        en[rule] = {"c4_fired": f"{sum(bool(spam_signals.fired(spam_signals.signals(t), [rule])) for t in en_web)}/"
+                                f"{len(en_web)}",
+                    "prose_fired": f"{sum(bool(spam_signals.fired(spam_signals.signals(t), [rule])) for t in en_prose)}/"
+                                   f"{len(en_prose)}"}
+    res["english_structure_rules"] = en
     # speed, one core: structure signals and the brand-extended list match on the split's texts
     texts = [p["text"] for p in pages]
     n = sum(len(t.encode()) for t in texts)
@@ -183,6 +196,7 @@ def main(argv=None) -> int:
         if isinstance(r, dict) and "spam_rejected" in r:
             print(f"{name:28s} spam {r['spam_rejected']:>7s}  web kept {r['web_kept']:>9s}  zhihu kept "
                   f"{r['zhihu_kept']:>9s}  prose lost {r['prose_lost']:>9s}")
+    print("english (fired on ordinary pages / prose):", json.dumps(en))
     print(res["speed_MBps"], res["pages"])
     return 0
 

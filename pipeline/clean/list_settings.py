@@ -10,6 +10,9 @@ from glassbox.schema import setting
 SAFETY_CATEGORIES = ("porn", "gambling", "ads", "drugs", "illegal_trade", "obscene", "politics")
 URL_CATEGORIES = ("adult", "gambling", "phishing", "malware", "other")
 CHINESE_SCRIPT_MODES = ("keep", "to_simplified", "drop_traditional")
+# the page-structure rules of pipeline/clean/spam_signals.py (RULES there; a test keeps the two in step)
+SPAM_RULES = ("title_overlap", "stuffing", "isolated", "host", "link_list", "brand_pattern", "repeated_prefix",
+              "host_lines")
 
 
 def _lists_problem(lists: dict) -> str | None:
@@ -52,6 +55,28 @@ class SafetyConfig:
                                                          "obscene"], choices=SAFETY_CATEGORIES)
     # matches per 1,000 characters above which a document is rejected, over the calibrated table: {zh: {ads: 2}}
     thresholds: dict = setting(default_factory=dict, check=_thresholds_problem)
+
+
+def _spam_thresholds_problem(thresholds: dict) -> str | None:
+    import math
+
+    for rule, v in thresholds.items():
+        if rule not in SPAM_RULES:
+            return f"{rule}: unknown rule; known: {', '.join(SPAM_RULES)}"
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            return f"{rule}: expected a number, got {v!r}"
+    return None
+
+
+@dataclass
+class SpamSignalsConfig:
+    """Page-structure signals of web spam (pipeline/clean/spam_signals.py): columns spam_<signal>, computed when
+    enabled (off by default: about 1-2 MB/s a core, and no rule was precise enough on ordinary pages to reject by
+    default, docs/spam.md). A rule named in `reject` rejects with reason spam_<rule> (and turns the signals on)."""
+    enabled: bool = False
+    reject: list[str] = setting(default_factory=list, choices=SPAM_RULES)
+    # thresholds over the defaults of spam_signals.RULES: {host: 0.5, link_list: 0.9}
+    thresholds: dict = setting(default_factory=dict, check=_spam_thresholds_problem)
 
 
 @dataclass

@@ -7,6 +7,7 @@ The signals are computed on every document, whatever the decision, so a threshol
 recomputing them."""
 from __future__ import annotations
 
+from pipeline.clean import spam_signals
 from pipeline.clean.safety import SIGNALS as SAFETY_SIGNALS, Safety
 from pipeline.clean.lists import ListError
 from pipeline.clean.script import TRADITIONAL, chinese_script, is_chinese, tables, to_simplified
@@ -14,7 +15,8 @@ from pipeline.clean.urls import UrlFilter
 
 ZH_TRADITIONAL = "zh_traditional"
 # (name, Spark type) of the columns these steps add, in order
-COLUMNS = [("zh_script", "string"), ("url_block", "string")] + [(s, "double") for s in SAFETY_SIGNALS]
+COLUMNS = [("zh_script", "string"), ("url_block", "string")] + [(s, "double") for s in SAFETY_SIGNALS] + \
+    [(s, "double") for s in spam_signals.SIGNALS]
 
 
 class ListSteps:
@@ -26,6 +28,8 @@ class ListSteps:
         self.cfg = cfg
         self.urls = UrlFilter(cfg.urls) if cfg.urls.enabled else None
         self.safety = Safety(cfg.safety) if cfg.safety.enabled else None
+        spam = getattr(cfg, "spam", None)
+        self.spam = spam if spam is not None and (spam.enabled or spam.reject) else None
 
     @classmethod
     def of(cls, cfg) -> "ListSteps":
@@ -56,10 +60,18 @@ class ListSteps:
             row.update(self.safety.signals(text, lang))
         else:
             row.update(dict.fromkeys(SAFETY_SIGNALS, 0.0))
+        if self.spam is not None:
+            row.update(spam_signals.signals(row["text"], url))
+        else:
+            row.update(dict.fromkeys(spam_signals.SIGNALS))
         return reason
 
     def safety_reason(self, row: dict, lang: str | None) -> str | None:
-        return self.safety.reason(row, lang) if self.safety is not None else None
+        """The content-safety reason, else the page-structure reason of a rule `clean.spam.reject` names."""
+        reason = self.safety.reason(row, lang) if self.safety is not None else None
+        if reason is None and self.spam is not None and self.spam.reject:
+            reason = spam_signals.reason(row, self.spam.reject, self.spam.thresholds)
+        return reason
 
 
 def check_lists(cfg, base) -> str | None:

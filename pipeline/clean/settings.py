@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from glassbox.schema import setting
-from pipeline.clean.list_settings import CHINESE_SCRIPT_MODES, SafetyConfig, UrlFilterConfig
+from pipeline.clean.list_settings import CHINESE_SCRIPT_MODES, SafetyConfig, SpamSignalsConfig, UrlFilterConfig
 
 
 # --- clean ---------------------------------------------------------------------------------------------------
@@ -161,6 +161,8 @@ class CleanConfig:
     # content safety by keyword lists, URL blocklists, 繁/简 (pipeline/clean/list_settings.py; docs/chinese.md)
     safety: SafetyConfig = setting(default_factory=SafetyConfig)
     urls: UrlFilterConfig = setting(default_factory=UrlFilterConfig)
+    # page-structure spam signals (pipeline/clean/spam_signals.py, docs/spam.md): off unless enabled or a rule rejects
+    spam: SpamSignalsConfig = setting(default_factory=SpamSignalsConfig)
     # Chinese documents detected as traditional: keep, convert with OpenCC t2s, or reject (zh_traditional)
     chinese_script: str = setting("keep", choices=CHINESE_SCRIPT_MODES)
 

@@ -7,6 +7,7 @@ from glassbox.schema import ConfigError, build, validate
 from pipeline.clean.stage import apply_rules, clean_batch, clean_document
 from pipeline.clean.settings import DEFAULT_RULES, CleanConfig, rules_problem
 from pipeline.clean.safety import SIGNALS as SAFETY_SIGNALS
+from pipeline.clean.spam_signals import SIGNALS as SPAM_SIGNALS
 from pipeline.clean.heuristics import SIGNAL_NAMES, compute_signals
 from pipeline.clean.langid import default_model_path, get_identifier
 from pipeline.config import parse_config
@@ -141,7 +142,7 @@ def test_batch_row_shape_and_pii():
     rows = clean_batch(texts, FixedLang(), CleanConfig())
     assert len(rows) == 3
     expected = {"text", "lang", "lang_score", "lines_removed", "pii_emails", "pii_ips", "reason",
-                "url_block", "zh_script", *SIGNAL_NAMES, *SAFETY_SIGNALS}
+                "url_block", "zh_script", *SIGNAL_NAMES, *SAFETY_SIGNALS, *SPAM_SIGNALS}
     assert all(set(r) == expected for r in rows)
     assert rows[0]["pii_emails"] == 1 and rows[0]["pii_ips"] == 1
     assert "<EMAIL>" in rows[0]["text"] and "<IP>" in rows[0]["text"]

@@ -78,3 +78,40 @@ def test_latin_brand_next_to_han_text_counts():
     m = Matcher([("gambling", "bet365"), ("porn", "anal")])
     assert [t for _, t in m.matches("bet365亚洲体育官网，bet365。")] == ["bet365", "bet365"]
     assert [t for _, t in m.matches("analysis 分析analysis xbet365 bet3650")] == []
+
+
+def test_settings_name_the_same_rules():
+    from pipeline.clean.list_settings import SPAM_RULES
+    assert tuple(ss.RULES) == SPAM_RULES
+
+
+def test_clean_stage_columns_off_by_default_and_a_named_rule_rejects():
+    from pipeline.clean.list_settings import SpamSignalsConfig
+    from pipeline.clean.settings import CleanConfig
+    from pipeline.clean.stage import clean_batch
+
+    text = ("The council met on Tuesday to discuss the new library, which will open next spring in the old market "
+            "hall. Residents asked whether the reading rooms would stay open in the evening, and the mayor said that "
+            "the budget allows for it. Work on the roof has already started, and the builders expect to finish the "
+            "windows before the winter. A public meeting about the children's section is planned for next month.\n")
+    off = clean_batch([text], None, CleanConfig(languages=None), ["http://335.3355703.com/a.html"])[0]
+    assert all(off[s] is None for s in ss.SIGNALS)
+    on = clean_batch([text], None, CleanConfig(languages=None, spam=SpamSignalsConfig(enabled=True)),
+                     ["http://335.3355703.com/a.html"])[0]
+    assert on["spam_host"] == 1.0 and on["reason"] != "spam_host"
+    rej = clean_batch([text], None, CleanConfig(languages=None, spam=SpamSignalsConfig(reject=["host"])),
+                      ["http://335.3355703.com/a.html"])[0]
+    assert rej["reason"] == "spam_host"
+    assert off["reason"] is None
+
+
+def test_bad_spam_settings_are_config_errors_naming_the_key():
+    import pytest
+
+    from pipeline.config import ConfigError, parse_config
+    base = {"sources": {"t": {"format": "text", "paths": ["nothing-matches-*.txt"]}}}
+    for spam, key in (({"reject": ["weather"]}, r"clean\.spam\.reject"), ({"thresholds": {"hosts": 1}},
+                                                                         r"clean\.spam\.thresholds: hosts"),
+                      ({"thresholds": {"host": "high"}}, r"clean\.spam\.thresholds: host")):
+        with pytest.raises(ConfigError, match=key):
+            parse_config({**base, "clean": {"spam": spam}}, "c.yaml")
