@@ -80,9 +80,31 @@ def train(pos: list[dict], neg: list[dict], out: Path, seed: int) -> None:
     model.save_model(str(out))
 
 
-def calibrate(model: Model, neg_dev: list[dict], keep: float = 0.98) -> float:
-    s = sorted(model.scores([p["text"] for p in neg_dev]))
-    return round(min(0.99, max(0.2, s[min(len(s) - 1, int(keep * len(s)))] + 1e-3)), 3)
+def calibrate(model: Model, neg_dev: list[dict], prose: list[str]) -> float:
+    """The threshold calibrated as the lists are: the lowest score at which at most 1 % of the calibration half of the
+    reference prose and at most 2 % of the dev ordinary pages are flagged (and at least 0.2: the dev pages trained
+    the model, their scores are optimistic)."""
+    def quantile(xs, q):
+        xs = sorted(xs)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else 0.0
+    web = model.scores([p["text"] for p in neg_dev])
+    pro = model.scores(prose) if prose else []
+    return round(min(0.99, max(0.2, quantile(web, 0.98) + 1e-3, quantile(pro, 0.99) + 1e-3)), 3)
+
+
+def calibration_prose(shared: Path) -> list[str]:
+    from pipeline.clean.safety_calibrate import prose_docs
+    if not (shared / "prose").is_dir():
+        return []
+    return [t for k, _, t in prose_docs(shared / "prose", "calibration").get("zh", []) if k != "literature_classical"]
+
+
+def heldout_prose(model: Model, shared: Path, threshold: float) -> str:
+    from pipeline.clean.safety_calibrate import prose_docs
+    if not (shared / "prose").is_dir():
+        return "n/a"
+    docs = [t for k, _, t in prose_docs(shared / "prose", "held_out").get("zh", []) if k != "literature_classical"]
+    return f"{sum(s >= threshold for s in model.scores(docs))}/{len(docs)}"
 
 
 def heldout(model: Model, pages: list[dict], threshold: float) -> dict:
@@ -103,6 +125,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=REPO / "quality_models/default/spam_zh.ftz")
     ap.add_argument("--synthetic-share", type=float, default=1.0, help="synthetic positives per real one (<= 1)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data",
+                    help="../shared/data: its reference prose calibrates the threshold (calibration half) and is "
+                         "measured (held-out half)")
     args = ap.parse_args(argv)
     if not 0 <= args.synthetic_share <= 1:
         ap.error("--synthetic-share: at most one synthetic positive per real one (issue 38)")
@@ -110,7 +135,7 @@ def main(argv=None) -> int:
     pos, neg = training_set(pages, args.synthetic_share, args.seed)
     train(pos, neg, args.out, args.seed)
     model = Model(args.out)
-    threshold = calibrate(model, neg)
+    threshold = calibrate(model, neg, calibration_prose(args.shared))
     card = {
         "model": args.out.name, "sha256": hashlib.sha256(args.out.read_bytes()).hexdigest(),
         "labels": [SPAM, OK], "language": "zh", "params": PARAMS, "max_chars": MAX_CHARS,
@@ -119,8 +144,10 @@ def main(argv=None) -> int:
                        "real_positives": sum(p["source"] != "synthetic" for p in pos),
                        "synthetic_positives": sum(p["source"] == "synthetic" for p in pos)},
         "threshold": threshold,
-        "threshold_rule": "the score below which at least 98 % of the dev ordinary pages it trained against stay, at least 0.2 (they are training pages: their scores are optimistic)",
+        "threshold_rule": "calibrated as the lists are: at most 1 % of the calibration half of the zh reference prose "
+                          "and 2 % of the dev ordinary pages flagged, at least 0.2",
         "held_out": heldout(model, pages, threshold),
+        "held_out_prose_lost": heldout_prose(model, args.shared, threshold),
         "held_out_by_threshold": {t: heldout(model, pages, t) for t in (0.1, 0.2, 0.3, 0.5)},
         "kept_out": "CASIA-LM/ChineseWebText and tgtgdeploy/seo-admin-backend (the evaluation's own pages)",
         "rebuild": "python -m quality_models.spam_classifier",
@@ -133,7 +160,8 @@ def main(argv=None) -> int:
           f"{card['trained_on']['synthetic_positives']} synthetic injection pages",
           f"- negatives: {dict(card['trained_on']['negatives'])}",
           f"- threshold {threshold} ({card['threshold_rule']})",
-          f"- held out (pages, sites never trained on): {card['held_out']}; by threshold: {card['held_out_by_threshold']}",
+          f"- held out (pages, sites never trained on): {card['held_out']}; reference prose lost "
+          f"{card['held_out_prose_lost']}; by threshold: {card['held_out_by_threshold']}",
           f"- kept out of training and calibration: {card['kept_out']}",
           f"- rebuild: `{card['rebuild']}`", ""]
     args.out.with_suffix(".md").write_text("\n".join(md), encoding="utf-8")
