@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import keyword
 import math
 import re
 import types
@@ -166,14 +167,21 @@ def build(cls, raw: Any, section: str = ""):
     if not isinstance(raw, dict):
         raise ConfigError(f"{section or 'the file'}: expected a mapping of settings, got {type(raw).__name__} "
                           f"{raw!r}")
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    fields = {key_name(f.name): f for f in dataclasses.fields(cls) if f.init}
     name = (lambda k: f"{section}.{k}") if section else str
     unknown = [k for k in raw if k not in fields]
     if unknown:
         raise ConfigError(unknown_key(name(unknown[0]), unknown[0], list(fields)))
     hints = typing.get_type_hints(cls)
-    return _cross_check(cls(**{k: coerce(name(k), v, hints[k], dict(fields[k].metadata)) for k, v in raw.items()}),
-                        section)
+    return _cross_check(cls(**{fields[k].name: coerce(name(k), v, hints[fields[k].name], dict(fields[k].metadata))
+                               for k, v in raw.items()}), section)
+
+
+def key_name(field_name: str) -> str:
+    """The key a file spells a field with: a field named after a Python keyword plus ``_`` (``async_``) is the
+    keyword itself (``checkpoint.async``)."""
+    bare = field_name[:-1]
+    return bare if field_name.endswith("_") and keyword.iskeyword(bare) else field_name
 
 
 def _cross_check(obj, section: str):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from glassbox.schema import ConfigError, build, load_file, load_yaml_text, setting
+from glassbox.schema import ConfigError, build, key_name, load_file, load_yaml_text, setting
 
 __all__ = ["ConfigError", "TrainConfig", "load_config", "parse_config", "ffn_hidden"]
 
@@ -102,6 +102,9 @@ class ScheduleSection:
 class CheckpointSection:
     every: int = setting(0, ge=0)      # steps; 0 = only at the last step (a run always saves its last)
     keep: int = setting(2, ge=0)       # complete checkpoints to keep; 0 = all
+    # `async` in a file: the state copied at the step and written by a background thread while the next steps
+    # train (at most one write in flight); the checkpoint counts once its manifest follows (train/checkpoint/store.py)
+    async_: bool = False
 
 
 @dataclass
@@ -148,7 +151,7 @@ class TrainConfig:
     def to_dict(self) -> dict:
         d = dataclasses.asdict(self)
         d.pop("path")
-        return d
+        return {sec: {key_name(k): v for k, v in body.items()} for sec, body in d.items()}
 
 
 SECTIONS = [f.name for f in dataclasses.fields(TrainConfig) if f.name != "path"]

@@ -300,7 +300,10 @@ def find_resume_point(run: Path, cfg, init: str | None) -> ResumePoint:
     from train.checkpoint import reshard
     from train.monitor.spike import rollback_since
 
-    latest = checkpoint.latest_complete(run)
+    import torch.distributed as dist
+
+    # The newest checkpoint whose manifest's files all match (rank 0 hashes them; a damaged one is named).
+    latest = _broadcast(checkpoint.latest_whole(run) if dist.get_rank() == 0 else None)
     start = latest[0] if latest else 0
     # A rollback to the newest checkpoint by a run killed before its next save is replayed, not repeated.
     replayed = rollback_since(run, start) if latest else None
@@ -405,6 +408,8 @@ class Training:
         self.point, self.rank, self.G = point, rank, c.cfg.train.global_batch_size
         cfg, mcfg = c.cfg, c.plan.model
         self.engine, self.optimizer, topo, self.group = build_engine(cfg, mcfg)
+        from train.checkpoint.store import Saver
+        self.saver = Saver(self.engine, run, cfg.checkpoint.keep, cfg.checkpoint.async_)   # files hashed as written
         self.dims = partition_dims(meta_model(mcfg))
         self.reshard = reshard
         state = {}
@@ -438,6 +443,8 @@ class Training:
             self.guard = SpikeGuard(self.engine, self.optimizer, detector)
         self.rollbacks = 0
         self.faults = fault_hooks.from_env()
+        if self.faults:
+            self.saver.writer.before_write = self.faults.writing(rank)
 
         coord = topo.get_coord(rank)
         self.loads_data = self.engine.is_first_stage() or self.engine.is_last_stage()
@@ -486,16 +493,13 @@ class Training:
                                  self.group, self.dims)
 
     def save_checkpoint(self, step: int) -> None:
-        from train.checkpoint import store as checkpoint
-
         consumed = (step + self.shift) * self.G
         client = {"step": step, "samples_consumed": consumed, "data_shift": self.shift,
                   "trained_per_source": self.trained.tolist(), "trained_sources": self.telemetry.names,
                   "spike_history": self.guard.detector.state() if self.guard else None}
-        checkpoint.save(self.engine, self.run, step, client, self.cfg.checkpoint.keep,
-                        {"samples_consumed": consumed, "data_shift": self.shift,
-                         "manifest_content_hash": self.manifest.content_hash, "layout": self.point.layout,
-                         "precision": self.cfg.train.precision})
+        self.saver.save(step, client, {"samples_consumed": consumed, "data_shift": self.shift,
+                                       "manifest_content_hash": self.manifest.content_hash,
+                                       "layout": self.point.layout, "precision": self.cfg.train.precision})
 
     def trained_at(self, state: dict, cursor: int):
         """Sequences per source trained up to a checkpoint (kept in checkpoints: rollbacks restore it)."""
@@ -557,6 +561,7 @@ class Training:
         cfg, stop = self.cfg, self.plan.stop
         while self.step < stop:
             verdict, data_step = self.train_step()
+            self.saver.poll()                # a checkpoint written in the background gets its manifest when done
             if verdict is not None and verdict.spike and self.on_spike(verdict, data_step):
                 continue                     # rolled back: self.step is the restored checkpoint's
             step = self.step
@@ -633,7 +638,8 @@ class Training:
 
         t_cfg, step, stop = self.cfg.train, self.step, self.plan.stop
         self.rows.flush()
-        newest = checkpoint.latest_complete(self.run) if self.rank == 0 else None
+        self.saver.finish()                  # a checkpoint still being written is one to roll back to
+        newest = checkpoint.latest_whole(self.run) if self.rank == 0 else None
         restore = _broadcast(newest[0] if newest else None)
         action = t_cfg.on_spike if restore is not None else "skip"
         if self.rank == 0:
@@ -694,6 +700,7 @@ class Training:
 
         from train.checkpoint import store as checkpoint
 
+        self.saver.finish()                  # the last checkpoint's write, if in the background
         self.rows.flush()
         dist.barrier()
         if self.rank == 0:

@@ -95,7 +95,9 @@ def test_reference_run_is_sane(setup, reference):
 
 @pytest.mark.parametrize("tp, pp, dp, extra", [  # TP2 x PP2 x DP2 (8 ranks): tests/train/checkpoint/test_train_reshard.py
     pytest.param(2, 1, 1, [], id="tp2"),
-    pytest.param(1, 2, 2, ["train.activation_checkpointing=true"], id="pp2-dp2-activation-checkpointing"),
+    # ... with checkpoints written in the background (checkpoint.async: their completion is a collective)
+    pytest.param(1, 2, 2, ["train.activation_checkpointing=true", "checkpoint.async=true"],
+                 id="pp2-dp2-activation-checkpointing-async-checkpoints"),
 ])
 @pytest.mark.trainer
 def test_parallel_layout_matches_one_process(setup, reference, tp, pp, dp, extra):
@@ -111,6 +113,8 @@ def test_parallel_layout_matches_one_process(setup, reference, tp, pp, dp, extra
     ours = load_llama_state_dict(setup[0] / run / "checkpoints" / "step_00000006", n_layers=2)
     ref = load_llama_state_dict(setup[0] / "ref" / "checkpoints" / "step_00000006", n_layers=2)
     assert weight_mismatches(ours, ref) == []
+    from train.checkpoint.store import complete_checkpoints, verify
+    assert [s for s, d in complete_checkpoints(setup[0] / run) if verify(d) is None] == [2, 4, 6]
 
 
 def _consumed(run_dir):

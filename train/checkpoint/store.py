@@ -1,22 +1,32 @@
 """Checkpoints of a run: ``<run>/checkpoints/step_<N>/``, complete or ignored.
 
-DeepSpeed writes each rank's files (pipeline layers per tensor rank, ZeRO optimizer partitions); when every
-rank has returned from ``save_checkpoint`` a barrier passes and rank 0 writes ``complete.json`` (step,
-samples consumed, layout) by an atomic rename. Resuming takes the newest directory with that file, so a run
-killed in the middle of saving resumes from the previous checkpoint, never from half of one. Older complete
-checkpoints beyond ``keep`` are deleted after a new one is complete.
+DeepSpeed writes each rank's files (pipeline layers per tensor rank, ZeRO optimizer partitions) through a
+``HashingWriter`` (train/checkpoint/writer.py: each file written whole under a temporary name, its size and
+sha256 taken from the bytes written); when every rank's files are on disk, rank 0 writes ``complete.json``, the
+checkpoint's manifest (step, samples consumed, layout, and ``files``: every file's size and sha256), last, by an
+atomic rename. Resuming takes the newest checkpoint that is *whole*: its manifest present and every file in it
+with the recorded size and sha256 (``verify``); one that is not is named with the file that differs, and the
+run falls back to the checkpoint before it (``latest_whole``). A run killed in the middle of saving therefore
+resumes from the previous checkpoint, never from half of one, and so does a run whose newest checkpoint was
+damaged on disk afterwards. Older complete checkpoints beyond ``keep`` are deleted after a new one is complete.
+
+``Saver`` (collective) saves: with ``checkpoint.async`` the state is copied at the step and written by a
+background thread on each rank while training goes on; the manifest follows once every rank is done, and a
+new checkpoint first waits for the one in flight (at most one write in flight).
 
 ``load_llama_state_dict`` reads the layer files back into ``train.model.transformer.Llama`` names, merging tensor-parallel
 slices, for evaluation and export without DeepSpeed or a process group.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import shutil
 import time
 from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -59,29 +69,135 @@ def data_shift(ckpt_dir: Path) -> int:
         return 0
 
 
-def save(engine, run: Path, step: int, client_state: dict, keep: int, info: dict) -> Path:
-    """Collective: every rank calls it."""
-    import deepspeed.comm as dist
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
-    root = checkpoints_dir(run)
-    tag = tag_for(step)
-    stale = root / tag
-    if dist.get_rank() == 0 and stale.exists():           # an incomplete save of this step from a killed run
-        (stale / COMPLETE).unlink(missing_ok=True)
-        shutil.rmtree(stale, ignore_errors=True)
-    dist.barrier()
-    engine.save_checkpoint(str(root), tag=tag, client_state=client_state, save_latest=False)
-    dist.barrier()
-    if dist.get_rank() == 0:
-        tmp = root / tag / f".{COMPLETE}.tmp"
-        tmp.write_text(json.dumps({"step": step, "time": time.time(), **info}, indent=1))
-        os.replace(tmp, root / tag / COMPLETE)
-        if keep:
-            for _, old in complete_checkpoints(run)[:-keep]:
-                (old / COMPLETE).unlink()
-                shutil.rmtree(old, ignore_errors=True)
-    dist.barrier()
-    return root / tag
+
+def verify(ckpt_dir: Path) -> str | None:
+    """Why checkpoint ``ckpt_dir`` is not whole (a file of its manifest missing, or of another size or sha256,
+    named), or None when it is. A checkpoint written before manifests held files (no ``files`` key) cannot be
+    checked and counts as whole."""
+    ckpt_dir = Path(ckpt_dir)
+    try:
+        manifest = json.loads((ckpt_dir / COMPLETE).read_text())
+    except (OSError, ValueError) as e:
+        return f"checkpoint {ckpt_dir.name}: its manifest {COMPLETE} is unreadable ({e})"
+    files = manifest.get("files")
+    if files is None:
+        return None
+    for name, want in sorted(files.items()):
+        f = ckpt_dir / name
+        if not f.is_file():
+            return f"checkpoint {ckpt_dir.name}: {name} is missing (listed in its {COMPLETE})"
+        size = f.stat().st_size
+        if size != want["size"]:
+            return (f"checkpoint {ckpt_dir.name}: {name} has {size:,} bytes, its {COMPLETE} says "
+                    f"{want['size']:,}")
+        sha = sha256_of(f)
+        if sha != want["sha256"]:
+            return (f"checkpoint {ckpt_dir.name}: {name} changed on disk (sha256 {sha[:12]}..., its {COMPLETE} "
+                    f"says {want['sha256'][:12]}...)")
+    return None
+
+
+def latest_whole(run: Path, say: Callable[[str], None] = print) -> tuple[int, Path] | None:
+    """(step, directory) of the newest checkpoint that is whole (``verify``); every newer one that is not is
+    named through ``say``."""
+    for step, d in reversed(complete_checkpoints(run)):
+        problem = verify(d)
+        if problem is None:
+            return step, d
+        say(f"warning: {problem}: not resuming from it; trying the checkpoint before it")
+    return None
+
+
+class Saver:
+    """Collective, every rank: checkpoints of one engine, each completed by its manifest; with ``async_write``
+    the files are written in the background while training goes on (``poll`` between steps completes the
+    checkpoint once every rank's writer is done; ``finish`` waits for it)."""
+
+    def __init__(self, engine, run: Path, keep: int, async_write: bool):
+        from train.checkpoint.writer import install
+
+        self.engine, self.run, self.keep, self.async_write = engine, Path(run), keep, async_write
+        self.writer = install(engine, async_write)
+        self.pending: tuple[int, dict] | None = None       # (step, info) of the checkpoint being written
+
+    def save(self, step: int, client_state: dict, info: dict) -> Path:
+        import deepspeed.comm as dist
+
+        self.finish()                                       # at most one write in flight
+        root, tag = checkpoints_dir(self.run), tag_for(step)
+        stale = root / tag
+        if dist.get_rank() == 0 and stale.exists():         # an incomplete save of this step from a killed run
+            (stale / COMPLETE).unlink(missing_ok=True)
+            shutil.rmtree(stale, ignore_errors=True)
+        dist.barrier()
+        self.engine.save_checkpoint(str(root), tag=tag, client_state=client_state, save_latest=False)
+        self.pending = (step, info)
+        if not self.async_write:
+            self.finish()
+        return root / tag
+
+    def poll(self) -> None:
+        """Collective: complete the checkpoint in flight if every rank has written its files (no wait)."""
+        if self.pending is None:
+            return
+        import deepspeed.comm as dist
+
+        flag = torch.tensor([1 if self.writer.done() else 0], dtype=torch.int32)
+        dist.all_reduce(flag, op=dist.ReduceOp.MIN)
+        if int(flag.item()):
+            self.finish()
+
+    def finish(self) -> None:
+        """Collective: wait for the checkpoint in flight, then rank 0 writes its manifest (every rank's files
+        with size and sha256, and any file DeepSpeed copied in itself) and deletes what ``keep`` lets go."""
+        if self.pending is None:
+            return
+        import deepspeed.comm as dist
+
+        step, info = self.pending
+        self.pending = None
+        err = None
+        try:
+            self.writer.wait()
+        except RuntimeError as e:
+            err = str(e)
+        parts: list = [None] * dist.get_world_size()
+        dist.all_gather_object(parts, (err, self.writer.take_written()))
+        errors = [e for e, _ in parts if e]
+        if errors:
+            raise RuntimeError(f"checkpoint {tag_for(step)}: {errors[0]}")
+        folder = checkpoints_dir(self.run) / tag_for(step)
+        if dist.get_rank() == 0:
+            files = {}
+            for _, written in parts:
+                for path, (size, sha) in written.items():
+                    files[Path(path).resolve().relative_to(folder.resolve()).as_posix()] = {"size": size,
+                                                                                          "sha256": sha}
+            for f in sorted(folder.rglob("*")):             # files DeepSpeed wrote itself (zero_to_fp32.py)
+                name = f.relative_to(folder).as_posix()
+                if f.is_file() and name not in files and not f.name.startswith("."):
+                    files[name] = {"size": f.stat().st_size, "sha256": sha256_of(f)}
+            tmp = folder / f".{COMPLETE}.tmp"
+            tmp.write_text(json.dumps({"step": step, "time": time.time(), **info, "files": dict(sorted(files.items()))},
+                                      indent=1))
+            os.replace(tmp, folder / COMPLETE)
+            if self.keep:
+                for _, old in complete_checkpoints(self.run)[:-self.keep]:
+                    (old / COMPLETE).unlink()
+                    shutil.rmtree(old, ignore_errors=True)
+        dist.barrier()
+
+
+def save(engine, run: Path, step: int, client_state: dict, keep: int, info: dict) -> Path:
+    """Collective: one checkpoint written now, with its manifest (``Saver`` without a write in the background)."""
+    return Saver(engine, run, keep, async_write=False).save(step, client_state, info)
 
 
 def load(engine, run: Path, step: int) -> dict:

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from train.checkpoint.store import (COMPLETE, VOCAB_ROWS, checkpoints_dir, complete_checkpoints,  # noqa: F401
-                              layer_files, layer_names_for, meta_model, partition_dims)
+                              layer_files, layer_names_for, meta_model, partition_dims, verify)
 from train.checkpoint.hf_files import safetensors_files
 from train.model.transformer import Llama, ModelConfig
 from train.plan import Plan, PlanError, read_plan
@@ -86,6 +86,11 @@ def find_checkpoint(run: str | Path, step: int | None = None) -> RunCheckpoint:
             raise ExportError(f"{run}: no complete checkpoint for step {step}{why}; complete steps: "
                               f"{', '.join(map(str, steps)) or 'none'}")
         path = match[0]
+    problem = verify(path)            # every file against the size and sha256 its manifest recorded
+    if problem:
+        whole = [s for s, d in done if s != step and verify(d) is None]
+        raise ExportError(f"{run}: {problem}; refused" + (f" (whole checkpoints: steps {', '.join(map(str, whole))}; "
+                                                          "pass STEP= one of them)" if whole else ""))
     info = json.loads((path / COMPLETE).read_text())
     layout = info.get("layout") or plan.section("parallel")
     layout = {k: int(layout.get(k, 1)) for k in ("tp", "pp", "dp")}
