@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 REPO = Path(__file__).resolve().parents[1]
 LABELS = REPO / "quality_models/data/spam_zh/labels.tsv"
 SALT = "spam38"
-WEB_PAGES = REPO / "build/spam/zh_web_pages.jsonl"
+WEB_PAGES = REPO / "build/bench/zh_web_pages.jsonl"   # written by python bench/chinese_web_pages.py
 
 
 def split_of(url: str | None, key: str) -> str:
