@@ -87,6 +87,13 @@ def test_a_data_folder_trains_kept_against_rejected(tmp_path):
                              "source": ["web"] * len(web), "lang": [None] * len(web),
                              "reason": ["gopher_dup_lines"] * len(web)}),
                    data / "rejected" / "stage=clean" / "part-0.parquet")
+    # a rejected part of another stage, not asked for: none of it may train
+    (data / "rejected" / "stage=dedup").mkdir(parents=True)
+    other = docs(PROSE / "news.jsonl.gz", 20)
+    pq.write_table(pa.table({"id": [d["id"] for d in other], "text": [d["text"] for d in other],
+                             "source": ["web"] * len(other), "lang": ["en"] * len(other),
+                             "reason": ["near_duplicate"] * len(other)}),
+                   data / "rejected" / "stage=dedup" / "part-0.parquet")
     out = tmp_path / "q.ftz"
     r = run("--lang", "en", "--positives", f"{data}:source=books", "--negatives", f"{data}:part=rejected,stage=clean",
             "--out", out, "--epoch", 5)
@@ -95,6 +102,14 @@ def test_a_data_folder_trains_kept_against_rejected(tmp_path):
     assert facts["counts"]["train_per_class"] > 30
     # rows without a language got lid.176's: the web excerpt is many languages, only English trains
     assert any("DATA: language " in k for k in facts["skipped"]), facts["skipped"]
+    # the positives are the kept rows and the negatives exactly the rows clean rejected: one file each, by its bytes;
+    # every rejected row either trained or is counted as skipped (no text, another language)
+    rows = {(f["role"], f["sha256"]): f["documents"] for f in facts["files"]}
+    kept, rejected = (sha256_file(data / part / "part-0.parquet") for part in ("dedup", "rejected/stage=clean"))
+    assert set(rows) == {("positive", kept), ("negative", rejected)}, facts["files"]
+    assert rows[("positive", kept)] == len(prose)
+    assert rows[("negative", rejected)] + sum(facts["skipped"].values()) == len(web), (rows, facts["skipped"])
+    assert 50 < rows[("negative", rejected)] < len(web)
 
 
 @pytest.mark.parametrize("args, words", [
