@@ -5,7 +5,7 @@ split), on the held-out reference prose, and what it costs.
     python bench/zh_spam.py --terms          # per term: hits on dev ordinary pages and calibration prose (review)
 
 Rules measured, alone and together:
-- lists_before: the built-in zh list as before issue 38 (no brand lexicon, the ads terms of brands/ads_prune_zh.txt in);
+- lists_before: the built-in zh list as before issue 38 (no brand lexicon, the ads terms of lists/safety/prune/zh.tsv in);
 - lists_shipped: the built-in lists as they are (with the brand lexicon lists/safety/brands/zh.tsv);
 - lists_dev_lexicon: shipped, less the brand terms read off held-out pages (quality_models/data/spam_zh/
   lexicon_provenance.tsv): the figure that counts no page by its own words;
@@ -37,7 +37,7 @@ BUILTIN = REPO / "pipeline/clean/lists/safety"
 
 def safety(variant: str):
     """The content-safety lists as a variant: "before" (the built-in zh list as it was before issue 38: no brand
-    lexicon, the 9 ads terms of brands/ads_prune_zh.txt still in), "shipped" (the built-in lists as they are) or
+    lexicon, the 9 ads terms of lists/safety/prune/zh.tsv still in), "shipped" (the built-in lists as they are) or
     "dev_lexicon" (shipped, without the brand terms read off held-out pages: the honest held-out figure)."""
     from pipeline.clean.list_settings import SafetyConfig
     from pipeline.clean.safety import Safety
@@ -49,11 +49,11 @@ def safety(variant: str):
     base = (BUILTIN / "zh.tsv").read_text(encoding="utf-8")
     files = [str(BUILTIN / "allow/zh.txt")]
     if variant == "before":
-        pruned = [ln for ln in (BUILTIN / "brands/ads_prune_zh.txt").read_text(encoding="utf-8").splitlines()
+        pruned = [ln.split("\t")[1] for ln in (BUILTIN / "prune/zh.tsv").read_text(encoding="utf-8").splitlines()
                   if ln and not ln.startswith("#")]
         for term in pruned:
-            base = base.replace(f"# dropped (in 2+ ordinary web pages, issue 38, lists/safety/brands/ads_prune_zh.txt): "
-                                f"ads\t{term}", f"ads\t{term}")
+            base = base.replace(f"# dropped (on ordinary web pages, lists/safety/prune/zh.tsv): ads\t{term}",
+                                f"ads\t{term}")
     else:
         held = {ln.split("\t")[0] for ln in PROVENANCE.read_text(encoding="utf-8").splitlines()
                 if ln and not ln.startswith("#") and ln.split("\t")[2] == "page:held_out"}

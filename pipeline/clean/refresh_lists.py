@@ -117,6 +117,14 @@ def _keep(term: str, chinese: bool) -> str | None:
     return None
 
 
+def _pruned(folder: Path) -> dict[str, set[tuple[str, str]]]:
+    """{lang: {(category, term)}} of lists/safety/prune/<lang>.tsv: upstream terms that are ordinary words of web
+    pages (measured on ordinary pages, each file says how), dropped with that reason."""
+    from pipeline.clean.safety import read_list
+
+    return {f.stem: set(read_list(f)) for f in sorted(folder.glob("*.tsv"))} if folder.is_dir() else {}
+
+
 def refresh_safety(konsheng: Path, houbb: Path, ldnoobw: Path, reference: list[Path]) -> dict:
     out_dir = LISTS_DIR / "safety"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -146,6 +154,7 @@ def refresh_safety(konsheng: Path, houbb: Path, ldnoobw: Path, reference: list[P
             continue
         lists[lang] = {t.strip().lower(): "obscene" for t in _entries(f)}
     hits = _reference_hits(lists, reference) if reference else {}
+    pruned = _pruned(out_dir / "prune")
     n_reference = Counter(json.loads(line)["lang"] for p in reference for _, line in read_lines(p))
     counts = {}
     for lang, terms in sorted(lists.items()):
@@ -155,7 +164,9 @@ def refresh_safety(konsheng: Path, houbb: Path, ldnoobw: Path, reference: list[P
         often = 2 if lang in _UNSPACED_LANGS else max(3, math.ceil(0.01 * n_docs))
         kept, dropped = [], []
         for t, cat in sorted(terms.items(), key=lambda tc: (tc[1], tc[0])):
-            why = _keep(t, lang == "zh") or (f"in {common[t]} of {n_docs} reference documents" if common[t] >= often else None)
+            why = (_keep(t, lang == "zh") or
+                   (f"on ordinary web pages, lists/safety/prune/{lang}.tsv" if (cat, t) in pruned.get(lang, ()) else None)
+                   or (f"in {common[t]} of {n_docs} reference documents" if common[t] >= often else None))
             (dropped if why else kept).append(f"{cat}\t{t}" if not why else f"# dropped ({why}): {cat}\t{t}")
         head = [f"# {lang}: content-safety terms, category<TAB>term; built by `python -m pipeline.clean.refresh_lists "
                 f"safety` from the sources in lists/NOTICE; do not edit by hand"]

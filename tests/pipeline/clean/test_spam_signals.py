@@ -115,3 +115,29 @@ def test_bad_spam_settings_are_config_errors_naming_the_key():
                       ({"thresholds": {"host": "high"}}, r"clean\.spam\.thresholds: host")):
         with pytest.raises(ConfigError, match=key):
             parse_config({**base, "clean": {"spam": spam}}, "c.yaml")
+
+
+def test_refresh_drops_the_pruned_terms(tmp_path, monkeypatch):
+    """refresh_lists safety drops the terms of lists/safety/prune/<lang>.tsv with that reason (a refresh from
+    upstream does not bring the ads false positives back)."""
+    from pipeline.clean import refresh_lists
+
+    out = tmp_path / "lists"
+    (out / "safety" / "prune").mkdir(parents=True)
+    (out / "safety" / "prune" / "zh.tsv").write_text("ads\t招聘\n", encoding="utf-8")
+    konsheng = tmp_path / "k" / "Vocabulary"
+    konsheng.mkdir(parents=True)
+    for name in ("色情词库", "色情类型", "涉枪涉爆"):
+        (konsheng / f"{name}.txt").write_text("成人影院\n", encoding="utf-8")
+    (konsheng / "广告类型.txt").write_text("招聘\n代开发票\n", encoding="utf-8")
+    houbb = tmp_path / "houbb.txt"
+    houbb.write_text("百家乐\n", encoding="utf-8")
+    ldnoobw = tmp_path / "ldnoobw"
+    ldnoobw.mkdir()
+    (ldnoobw / "zh.txt").write_text("操你\n", encoding="utf-8")
+    monkeypatch.setattr(refresh_lists, "LISTS_DIR", out)
+    monkeypatch.setattr(refresh_lists, "write_checksums", lambda: None)
+    refresh_lists.refresh_safety(tmp_path / "k", houbb, ldnoobw, [])
+    text = (out / "safety" / "zh.tsv").read_text(encoding="utf-8")
+    assert "# dropped (on ordinary web pages, lists/safety/prune/zh.tsv): ads\t招聘" in text
+    assert "\nads\t代开发票\n" in text
