@@ -5,6 +5,7 @@ import statistics
 import subprocess
 import sys
 from collections import Counter
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from pipeline.score import quality
 from pipeline.score.quality import HQ_LABEL, NEWLINE, QualityClassifier, check_labels, get_classifier, preprocess
 from quality_models import examples, train
 from quality_models.inputs import parse_spec, read_input
+from quality_models.train import keep_languages
 
 REPO = Path(__file__).resolve().parents[3]
 DEFAULT = REPO / "quality_models" / "default"
@@ -23,6 +25,34 @@ MODELS = {lang: DEFAULT / f"quality_{lang}.ftz" for lang in ("en", "zh")}
 
 def facts(lang: str) -> dict:
     return json.loads(MODELS[lang].with_suffix(".json").read_text(encoding="utf-8"))
+
+
+def roc_auc(pos: list[float], neg: list[float]) -> float:
+    """The chance that a positive scores above a negative (ties count half): ROC AUC, by counting."""
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+@lru_cache(maxsize=None)
+def heldout_scores(lang: str) -> dict[str, tuple[int, list[float]]]:
+    """The shipped model's P(hq) for every document its training held out (the card's inputs, seed and fraction:
+    quality_models/examples.held_out, by whole work or page), per input: {input: (label, scores)}. Whole documents, as
+    the score stage reads them. Negatives are the JSONL web inputs' held-out pages in the model's language (as
+    `python -m quality_models.heldout` writes them); the sample's WARC crawls, which need extracting, are left out."""
+    f, skipped, out = facts(lang), Counter(), {}
+    clf = get_classifier(MODELS[lang])
+    for role, label in (("positives", 1), ("negatives", 0)):
+        for arg in f["inputs"][role]:
+            spec = parse_spec(str(REPO / arg))
+            if role == "negatives" and not spec.path.endswith((".jsonl", ".jsonl.gz", ".json.gz")):
+                continue
+            docs = [d for d in read_input(spec, skipped)
+                    if d.group and examples.held_out(d.group, f["seed"], f["holdout"])]
+            if role == "negatives":
+                docs = keep_languages(docs, f["languages"], skipped)
+            if docs:
+                out[spec.name] = (label, clf.predict_proba([d.text for d in docs], [lang] * len(docs)))
+    return out
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -48,12 +78,25 @@ def test_card_describes_the_shipped_model_and_files(lang):
     # no path of the machine that trained it: files named relative to the repository
     assert str(REPO) not in card and str(Path.home()) not in card
     assert not any(Path(row["path"]).is_absolute() for row in f["files"])
-    assert f["held_out"]["roc_auc"] >= 0.9 and f["languages"] == [lang]
-    # every kind of prose is preferred to every web input, on works never trained on
-    table = f["held_out_by_input"]
-    prose = [s["median"] for s in table.values() if s["label"] == 1]
-    web = [s["median"] for s in table.values() if s["label"] == 0 and s["n"] >= 20]
-    assert min(prose) > max(web), table
+    assert f["languages"] == [lang] and "roc_auc" in f["held_out"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_shipped_model_ranks_held_out_prose_above_held_out_web(lang):
+    """Measured here, not read from the card: on documents the model never trained on, ROC AUC of prose (and
+    instructions) against web pages at least 0.9 (a random scorer: 0.5, give or take 0.03 at these counts; measured
+    when written: en 0.975 on 171 against 42 documents, 0.926 on 785 against 152 for a retrained model with
+    instructions and C4 pages; zh 0.988 on 188 against 126), and every positive kind's median above every web input's
+    median (inputs of 20 documents or more)."""
+    scores = heldout_scores(lang)
+    pos = [p for label, ps in scores.values() if label == 1 for p in ps]
+    neg = [p for label, ps in scores.values() if label == 0 for p in ps]
+    assert len(pos) >= 150 and len(neg) >= 40, {k: len(v) for k, (_, v) in scores.items()}
+    auc = roc_auc(pos, neg)
+    assert auc >= 0.9, (lang, auc, len(pos), len(neg))
+    prose = {k: statistics.median(ps) for k, (label, ps) in scores.items() if label == 1}
+    web = {k: statistics.median(ps) for k, (label, ps) in scores.items() if label == 0 and len(ps) >= 20}
+    assert web and min(prose.values()) > max(web.values()), (prose, web)
 
 
 def test_classical_chinese_is_described_not_trained():
