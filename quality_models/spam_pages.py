@@ -149,7 +149,16 @@ def synthetic(pages: list[dict], brands: list[str], n: int, seed: int = 0) -> li
 
 
 def brand_terms() -> list[str]:
+    """The gambling brand terms synthetic positives are built from: Chinese, 4+ characters, and never one read off a
+    held-out page (quality_models/data/spam_zh/lexicon_provenance.tsv), so no held-out figure meets its own words."""
     path = REPO / "pipeline/clean/lists/safety/brands/zh.tsv"
-    return [ln.split("\t", 1)[1] for ln in path.read_text(encoding="utf-8").splitlines()
-            if ln.startswith("gambling\t") and any("\u4e00" <= c <= "\u9fff" for c in ln.split("\t", 1)[1])
-            and len(ln.split("\t", 1)[1]) >= 4]
+    prov = REPO / "quality_models/data/spam_zh/lexicon_provenance.tsv"
+    held = {ln.split("\t")[0] for ln in prov.read_text(encoding="utf-8").splitlines()
+            if ln and not ln.startswith("#") and ln.split("\t")[2] == "page:held_out"}
+    out = []
+    for ln in path.read_text(encoding="utf-8").splitlines():
+        if ln.startswith("gambling\t"):
+            term = ln.split("\t", 1)[1]
+            if term not in held and len(term) >= 4 and any("\u4e00" <= c <= "\u9fff" for c in term):
+                out.append(term)
+    return out
