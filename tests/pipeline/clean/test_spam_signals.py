@@ -141,3 +141,12 @@ def test_refresh_drops_the_pruned_terms(tmp_path, monkeypatch):
     text = (out / "safety" / "zh.tsv").read_text(encoding="utf-8")
     assert "# dropped (on ordinary web pages, lists/safety/prune/zh.tsv): ads\t招聘" in text
     assert "\nads\t代开发票\n" in text
+
+
+def test_link_farm_signals():
+    farm = "\n".join(f"5g.example-farm.cn{brand}{i}" for i, brand in
+                     enumerate(["亚星官网入口", "欧博注册平台", "亚星代理登录", "欧博手机版下载"] * 5))
+    assert ss.repeated_prefix(farm) > 0.9 and ss.host_lines(farm) > 0.9
+    news = "\n".join(f"第{i}条新闻：本市今天召开会议，讨论了交通建设的第{i}项安排。" for i in range(15))
+    assert ss.host_lines(news) == 0.0
+    assert ss.repeated_prefix(ARTICLE) == 0.0           # under 12 lines: not judged
