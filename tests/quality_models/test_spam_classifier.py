@@ -1,0 +1,24 @@
+"""The spam classifier (quality_models/spam_classifier.py): trained on the dev split only, labels checked."""
+import pytest
+
+from quality_models import spam_classifier as sc
+from quality_models import spam_pages as sp
+
+
+def test_training_set_reads_the_dev_split_only():
+    pages = sp.load(web_pages=None)
+    pos, neg = sc.training_set(pages, 1.0, 0)
+    assert all(p["split"] == "dev" for p in pos + neg)
+    real = [p for p in pos if p["source"] != "synthetic"]
+    assert real and len(pos) - len(real) <= len(real)          # synthetic never outnumber the real positives
+    held = {ln.split("\t")[0] for ln in sp.LABELS.with_name("lexicon_provenance.tsv").read_text(
+        encoding="utf-8").splitlines() if ln and not ln.startswith("#") and ln.split("\t")[2] == "page:held_out"}
+    assert held and not held & set(sp.brand_terms())
+    assert all(p["label"] == "ok" for p in neg)
+
+
+def test_a_model_without_the_spam_labels_is_refused(tmp_path):
+    from tests.score_fixtures import train_fasttext_hq_cc
+    path = train_fasttext_hq_cc(tmp_path / "q.bin")
+    with pytest.raises(ValueError, match=r"q\.bin: has the labels .*__label__hq.*a spam classifier has __label__spam"):
+        sc.Model(path)
