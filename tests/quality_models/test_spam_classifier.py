@@ -17,8 +17,23 @@ def test_training_set_reads_the_dev_split_only():
     assert all(p["label"] == "ok" for p in neg)
 
 
+_TRAIN = """
+import sys, fasttext
+path = sys.argv[1]
+lines = [f"__label__hq Good Text Here {i}" if i % 2 else f"__label__lq bad text there {i}" for i in range(200)]
+open(path + ".txt", "w", encoding="utf-8").write("\\n".join(lines) + "\\n")
+fasttext.train_supervised(input=path + ".txt", epoch=5, lr=0.1, dim=8, minCount=1, thread=1, seed=0,
+                          verbose=0).save_model(path)
+"""
+
+
 def test_a_model_without_the_spam_labels_is_refused(tmp_path):
-    from tests.score_fixtures import train_fasttext_hq_cc
-    path = train_fasttext_hq_cc(tmp_path / "q.bin")
+    import subprocess
+    import sys
+
+    path = tmp_path / "q.bin"
+    # a fresh process: fastText 0.9.3 can train a small set to NaN after another model was trained in the process
+    r = subprocess.run([sys.executable, "-c", _TRAIN, str(path)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
     with pytest.raises(ValueError, match=r"q\.bin: has the labels .*__label__hq.*a spam classifier has __label__spam"):
         sc.Model(path)
