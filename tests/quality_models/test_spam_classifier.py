@@ -18,12 +18,18 @@ def test_training_set_reads_the_dev_split_only():
 
 
 _TRAIN = """
-import sys, fasttext
+import random, sys, fasttext
 path = sys.argv[1]
-lines = [f"__label__hq Good Text Here {i}" if i % 2 else f"__label__lq bad text there {i}" for i in range(200)]
+words = "energy light chemical plant cell river mountain history science theory water method".split()
+rng = random.Random(0)
+lines = []
+for _ in range(400):
+    ws = rng.sample(words, 6)
+    lines += ["__label__hq " + " ".join(w.capitalize() for w in ws), "__label__lq " + " ".join(ws)]
+rng.shuffle(lines)
 open(path + ".txt", "w", encoding="utf-8").write("\\n".join(lines) + "\\n")
-fasttext.train_supervised(input=path + ".txt", epoch=5, lr=0.1, dim=8, minCount=1, thread=1, seed=0,
-                          verbose=0).save_model(path)
+fasttext.train_supervised(input=path + ".txt", epoch=20, lr=0.1, dim=8, wordNgrams=2, bucket=100_000,
+                          loss="softmax", minCount=1, thread=1, seed=0, verbose=0).save_model(path)
 """
 
 
