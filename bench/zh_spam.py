@@ -3,6 +3,7 @@ split), on the held-out reference prose, and what it costs.
 
     python bench/zh_spam.py [--shared ../shared/data] [--classifier MODEL --threshold T] [--out build/bench/zh_spam.json]
     python bench/zh_spam.py --terms          # per term: hits on dev ordinary pages and calibration prose (review)
+    python bench/zh_spam.py --mine [FILE.jsonl ...]   # candidate brand names for a reader to review
 
 Rules measured, alone and together:
 - lists_before: the built-in zh list as before issue 38 (no brand lexicon, the ads terms of lists/safety/prune/zh.tsv in);
@@ -125,10 +126,15 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--split", default="held_out", choices=("held_out", "dev"))
     ap.add_argument("--terms", action="store_true")
+    ap.add_argument("--mine", nargs="*", type=Path, default=None,
+                    help="list candidate brand names: names before the brand pattern (spam_signals), counted per "
+                         "page, from the dev split and any JSONL files given (`text` field); a reader reviews them")
     ap.add_argument("--out", type=Path, default=REPO / "build" / "bench" / "zh_spam.json")
     args = ap.parse_args(argv)
 
     pages = spam_pages.load()
+    if args.mine is not None:
+        return mine(pages, args.mine)
     if args.terms:
         return terms(pages, args.shared)
     pages = [p for p in pages if p["split"] == args.split]
@@ -198,6 +204,34 @@ def main(argv=None) -> int:
                   f"{r['zhihu_kept']:>9s}  prose lost {r['prose_lost']:>9s}")
     print("english (fired on ordinary pages / prose):", json.dumps(en))
     print(res["speed_MBps"], res["pages"])
+    return 0
+
+
+def mine(pages, files: list[Path]) -> int:
+    """Candidate brand names: the name before each match of the brand pattern, counted once per page; the pages it
+    came from are the dev split (never held out) and the JSONL files given. Printed for review, never added by itself:
+    an article about a casino hotel names one too, so a name is a candidate when several pages carry it."""
+    import gzip
+    import re
+
+    texts = [p["text"] for p in pages if p["split"] == "dev"]
+    for f in files:
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt", encoding="utf-8") as fh:
+            texts += [json.loads(ln).get("text") or "" for ln in fh if ln.strip()]
+    per_page, example = Counter(), {}
+    for t in texts:
+        names = set()
+        for m in spam_signals._BRAND.finditer(t):
+            name = spam_signals._NAME.search(t, max(0, m.start() - 8), m.start())
+            if name:
+                key = re.sub(r"^[0-9]+", "", name.group(0)[-6:]) + m.group(0)[:2]
+                names.add(key)
+                example.setdefault(key, t[max(0, m.start() - 12):m.end() + 6].replace("\n", " "))
+        per_page.update(names)
+    print(f"# {len(texts)} pages; candidate<TAB>pages<TAB>example")
+    for key, k in per_page.most_common():
+        print(f"{key}\t{k}\t{example[key]}")
     return 0
 
 
