@@ -7,11 +7,11 @@ page title as the extractor writes it) and the URL:
 - `spam_title_overlap`: the share of the title's units (Han character bigrams, or words of 3+ letters) that the body
   contains. A page whose title was replaced by a betting brand, or stitched from another article, scores low. 1.0 when
   there is no title to judge (a single line, a title over 64 characters, a body under 200 characters).
-- `spam_stuffing` (first 8,000 characters): the share of the text's Han characters covered by its most frequent Han 4-gram (a brand phrase
-  repeated; 2-character topic words are not counted), or for a text without Han, of its words covered by its most
-  frequent word bigram.
-- `spam_isolated` (first 8,000 characters): the share of a document's sentences (of 8+ characters, documents of 6+ sentences) that share no
-  unit with either neighbour: the injected-sentence pattern (sentences of unrelated texts spliced together).
+- `spam_stuffing` (first 8,000 characters): the share of the text's Han characters covered by its most frequent Han
+  4-gram (a brand phrase repeated; 2-character topic words are not counted), or for a text without Han, of its words
+  covered by its most frequent word bigram.
+- `spam_isolated` (first 8,000 characters): the share of a document's sentences (of 8+ characters, documents of 6+
+  sentences) that share no unit with either neighbour: the injected-sentence pattern (unrelated texts spliced).
 - `spam_host`: 1.0 when the URL's host looks generated: a label of 5+ digits in a row (3355703.com, 1422058.cn), an
   all-digit label of 4+ digits, or a numbered subdomain (035.psb556.com); else 0.0 (also without a URL).
 - `spam_link_list`: the share of the lines that are short (at most 30 characters) and end no sentence, for pages of
