@@ -126,6 +126,8 @@ def main(argv=None) -> int:
     ap.add_argument("--threshold", type=float, default=0.5)
     ap.add_argument("--split", default="held_out", choices=("held_out", "dev"))
     ap.add_argument("--terms", action="store_true")
+    ap.add_argument("--lid", default=str(REPO / "models" / "lid.176.ftz"),
+                    help="lid.176 for the whole clean stage (clean.languages [zh]); skipped when missing")
     ap.add_argument("--mine", nargs="*", type=Path, default=None,
                     help="list candidate brand names: names before the brand pattern (spam_signals), counted per "
                          "page, from the dev split and any JSONL files given (`text` field); a reader reviews them")
@@ -171,6 +173,11 @@ def main(argv=None) -> int:
         deciders["all_default"] = lambda p: deciders["lists_dev_lexicon"](p) or deciders["structure_default"](p)
     res = evaluate(pages, prose_docs, deciders)
 
+    # the whole clean stage (clean.languages: [zh], language ID, heuristics, lists), before and with the dev lexicon
+    if Path(args.lid).is_file():
+        res["clean_stage"] = clean_stage(pages, args.lid)
+        for name, r in res["clean_stage"].items():
+            print(f"clean stage, lists {name:12s} " + "  ".join(f"{k} {v}" for k, v in r.items()))
     # the structure rules on English: ordinary web (C4 sample of ../shared/data/web_en) and held-out English prose
     import gzip
     en_web = [json.loads(ln)["text"] for ln in gzip.open(args.shared / "web_en/c4-sample.jsonl.gz", "rt",
@@ -205,6 +212,29 @@ def main(argv=None) -> int:
     print("english (fired on ordinary pages / prose):", json.dumps(en))
     print(res["speed_MBps"], res["pages"])
     return 0
+
+
+def clean_stage(pages, lid: str) -> dict:
+    """Rejected by the whole clean stage with `clean.languages: [zh]`, the lists as before issue 38 and with the
+    lexicon less its held-out terms: spam, ordinary web pages, Zhihu answers (reasons in the JSON)."""
+    from pipeline.clean.langid import get_identifier
+    from pipeline.clean.settings import CleanConfig
+    from pipeline.clean.stage import clean_batch
+
+    ident = get_identifier(lid)
+    out = {}
+    for name in ("before", "dev_lexicon"):
+        cfg = CleanConfig(languages=["zh"], safety=safety(name).cfg)
+        res = clean_batch([p["text"] for p in pages], ident, cfg, [p.get("url") for p in pages])
+        row = {}
+        for group, sel in (("spam_rejected", lambda p: p["label"] == "spam"),
+                           ("web_rejected", lambda p: p["label"] == "ok" and p["source"] != "flagdata-zhihu-qa"),
+                           ("zhihu_rejected", lambda p: p["source"] == "flagdata-zhihu-qa")):
+            rs = [r for p, r in zip(pages, res) if sel(p)]
+            row[group] = f"{sum(r['reason'] is not None for r in rs)}/{len(rs)}"
+            row[group.replace("_rejected", "_reasons")] = dict(Counter(r["reason"] for r in rs if r["reason"]))
+        out[name] = row
+    return out
 
 
 def mine(pages, files: list[Path]) -> int:
