@@ -35,6 +35,7 @@ class SourceConfig:
     files: list[str]          # what the patterns matched, sorted, absolute (or URLs)
     text_field: str = "text"
     id_field: str = "id"
+    url_field: str = "url"
     inputs: list[InputFile] = field(default_factory=list)  # the same files with size and version
     # files matched by more than one pattern (overlapping globs, a path given twice): read once
     listed_more_than_once: dict[str, int] = field(default_factory=dict)
@@ -96,6 +97,7 @@ class SourceSpec:
     paths: list[str] = setting(default_factory=list, check=_non_empty)   # files or glob patterns, local or URLs
     text_field: str | None = None     # jsonl/parquet: which field holds the text (default text)
     id_field: str | None = None       # ... and which the record's own id (default id), kept as source_id
+    url_field: str | None = None      # ... and which its URL (default url); the other fields go to `metadata`
     engine: str | None = setting(None, choices=ENGINES)  # warc/wet: this source's extractor (default extract.engine)
 
 
@@ -116,7 +118,7 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
                 raise ConfigError(f"{key}.{k}: missing. Example: format: warc, paths: [\"crawl/*.warc.gz\"]")
         raw = {**raw, "paths": _one_or_more(raw["paths"])}
     spec = build(SourceSpec, raw, key)
-    for k in ("text_field", "id_field"):
+    for k in ("text_field", "id_field", "url_field"):
         value = getattr(spec, k)
         if value is not None and spec.format not in ("jsonl", "parquet"):
             raise ConfigError(f"{key}.{k}: only jsonl and parquet sources take {k}; remove it")
@@ -129,7 +131,8 @@ def _build_source(name: str, raw: Any, base: Path) -> SourceConfig:
     inputs = sorted({f.path: f for f in matched}.values(), key=lambda f: f.path)
     times = Counter(f.path for f in matched)
     return SourceConfig(name=name, format=spec.format, paths=spec.paths, files=[f.path for f in inputs],
-                        text_field=spec.text_field or "text", id_field=spec.id_field or "id", inputs=inputs,
+                        text_field=spec.text_field or "text", id_field=spec.id_field or "id",
+                        url_field=spec.url_field or "url", inputs=inputs,
                         listed_more_than_once={p: n for p, n in sorted(times.items()) if n > 1},
                         engine=spec.engine)
 

@@ -22,8 +22,10 @@ DUPLICATE_REASONS = (EXACT_DUPLICATE, NEAR_DUPLICATE, SEMANTIC_DUPLICATE)
 # crawl segments): the same id as a kept document, so the same document; `duplicate_of` is that id.
 REPEATED_RECORD = "repeated_record"
 
-# Provenance and identity columns every document row carries.
-DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file"]
+# Provenance and identity columns every document row carries. `metadata`: a JSONL/Parquet record's fields
+# other than its text, id and url, as one JSON object (null for web records and records with none).
+METADATA = "metadata"
+DOC_COLUMNS = ["id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file", METADATA]
 
 # Which extractor wrote a web document's text (pipeline/extract/engines.py; null for text that came
 # extracted), and, with `extract.engine: union`, the second extractor's text of the same page: the clean
@@ -32,7 +34,7 @@ ENGINE = "engine"
 TEXT_ALT = "text_alt"
 
 # One row per record a stage reads: the document columns, then what happened to it and why.
-ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file",
+ROW_KEYS = ("id", "source", "source_id", "text", "url", "warc_record_id", "warc_date", "input_file", METADATA,
             "status", "reason", "detail", "duplicate_of", "content_type", "charset", "http_status", "payload_bytes",
             ENGINE, TEXT_ALT)
 

@@ -25,6 +25,7 @@ Plain Python, pyarrow and numpy (no Spark): the no-Spark dedup path reads it dir
 from __future__ import annotations
 
 import dataclasses
+import glob
 import hashlib
 import json
 import os
@@ -129,9 +130,10 @@ def _join(base: str, name: str) -> str:
     return f"{base.rstrip('/')}/{name}"
 
 
-def _listing(pattern: str) -> dict[str, int]:
-    """name -> size of the files a pattern matches (local or in a store)."""
-    return {os.path.basename(f.path): f.size for f in glob_inputs(pattern, Path("/"))}
+def _listing(folder: str, name: str) -> dict[str, int]:
+    """name -> size of the files of `folder` that `name` (a file name or a pattern) matches, local or in a
+    store. The folder is taken as written: `/corpora/cc[2024-10]` is a name, not a character class."""
+    return {os.path.basename(f.path): f.size for f in glob_inputs(_join(glob.escape(folder), name), Path("/"))}
 
 
 def _read_json(path: str) -> bytes:
@@ -165,14 +167,14 @@ def _open(where: str, want: dict) -> IndexRef:
     if not is_url(where) and not os.path.isdir(where):
         raise IndexRefused(f"{where}: no such folder; name a DATA folder written by `make clean-dedup` "
                            "(or its dedup_index/ folder)")
-    if _listing(_join(where, MANIFEST)):
+    if _listing(where, MANIFEST):
         folder = where
-    elif _listing(_join(_join(where, INDEX_DIR), MANIFEST)):
+    elif _listing(_join(where, INDEX_DIR), MANIFEST):
         folder = _join(where, INDEX_DIR)
-    elif _listing(_join(_join(where, INDEX_DIR), "*")) or _listing(_join(where, INDEX_DIR) + ".__writing/*"):
+    elif _listing(_join(where, INDEX_DIR), "*") or _listing(_join(where, INDEX_DIR) + ".__writing", "*"):
         raise IndexRefused(f"{where}: its dedup index is half-written (no {INDEX_DIR}/{MANIFEST}: the run that "
                            f"wrote it was stopped before the end); {_fix(where)}")
-    elif _listing(_join(_join(where, "stats"), "*.json")) or _listing(_join(_join(where, "_state"), "*.json")):
+    elif _listing(_join(where, "stats"), "*.json") or _listing(_join(where, "_state"), "*.json"):
         raise IndexRefused(f"{where}: a Glassbox corpus without a dedup index (its dedup stage has not finished, "
                            f"or it was built before dedup indexes existed); {_fix(where)}")
     else:
@@ -188,7 +190,7 @@ def _open(where: str, want: dict) -> IndexRef:
     if manifest.get("format") != FORMAT:
         raise IndexRefused(f"{_join(folder, MANIFEST)}: index format {manifest.get('format')}, this code reads "
                            f"format {FORMAT}; {_fix(where)}")
-    have = _listing(_join(folder, "*.parquet"))
+    have = _listing(folder, "*.parquet")
     for f in manifest["files"]:
         if have.get(f["name"]) != f["bytes"]:
             state = "is missing" if f["name"] not in have else f"holds {have[f['name']]} bytes, not {f['bytes']}"

@@ -245,6 +245,8 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     dropped = rows.filter(pc.invert(kept_mask))
     if pc.count_distinct(kept.column("id")).as_py() != kept.num_rows:  # one id, one row
         check_unique("dedup", repeated_values(kept.column("id")), f"its output {out_dir}")
+    if pc.count_distinct(dropped.column("id")).as_py() != dropped.num_rows:  # in rejected/ too
+        check_unique("dedup", repeated_values(dropped.column("id")), f"its rejected rows {rejected_dir}")
 
     kept_ids = kept.column("id").to_pylist()
     part = spark_partition_of(kept_ids, shards)

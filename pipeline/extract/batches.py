@@ -19,16 +19,16 @@ ROWS_PER_BATCH = 128
 
 def read_source_file(path: str, source: str, fmt: str, extract_cfg, text_field: str = "text",
                      id_field: str = "id", start: int = 0, end: int | None = None,
-                     engine: str | None = None) -> Iterator[dict]:
+                     engine: str | None = None, url_field: str = "url") -> Iterator[dict]:
     """Rows for one input file (or, for a gzipped WARC/WET, the byte range [start, end) of one),
     whatever its format; `engine` is the source's HTML extractor (default extract.engine)."""
     if fmt in ("warc", "wet"):
         from pipeline.extract.html import extract_file
         yield from extract_file(path, source, fmt, extract_cfg, start, end, engine)
     elif fmt == "jsonl":
-        yield from read_jsonl(path, source, text_field, id_field)
+        yield from read_jsonl(path, source, text_field, id_field, url_field)
     elif fmt == "parquet":
-        yield from read_parquet(path, source, text_field, id_field)
+        yield from read_parquet(path, source, text_field, id_field, url_field)
     elif fmt == "text":
         yield from read_text(path, source)
     else:
@@ -40,7 +40,8 @@ def extract_batches(unit: dict, extract_cfg) -> Iterator[pa.RecordBatch]:
     rows = []
     for row in read_source_file(unit["path"], unit["source"], unit["format"], extract_cfg,
                                 unit.get("text_field") or "text", unit.get("id_field") or "id",
-                                unit.get("start", 0), unit.get("end"), unit.get("engine")):
+                                unit.get("start", 0), unit.get("end"), unit.get("engine"),
+                                unit.get("url_field") or "url"):
         rows.append(row)
         if len(rows) >= ROWS_PER_BATCH:
             yield pa.RecordBatch.from_pylist(rows, schema=EXTRACT_ARROW)

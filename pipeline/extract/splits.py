@@ -19,7 +19,7 @@ def plan_extract_units(cfg) -> list[dict]:
     for name, src in sorted(cfg.sources.items()):
         for f in src.inputs:
             common = {"path": f.path, "source": name, "format": src.format,
-                      "text_field": src.text_field, "id_field": src.id_field,
+                      "text_field": src.text_field, "id_field": src.id_field, "url_field": src.url_field,
                       "engine": src.engine or cfg.extract.engine}
             if src.format in SPLITTABLE and f.path.endswith(".gz") and f.size > split:
                 n = -(-f.size // split)  # ranges of equal size, none over `split`

@@ -203,6 +203,7 @@ class StageContext:
         stats.extra = {**(extra or {}), "units": total, "units_reused": reused}
         stats.check()
         self.check_unique_ids(stats.records_out)
+        self.check_unique_ids(sum(stats.rejected.values()) + sum(stats.unreadable.values()), self.dirs.rejected)
         open(os.path.join(self.dirs.work, COMMITTING), "w").close()
         replace_dir(self.dirs.out, os.path.join(self.data_dir, output))
         replace_dir(self.dirs.rejected, os.path.join(self.data_dir, "rejected", f"stage={self.stage}"))
@@ -210,16 +211,17 @@ class StageContext:
         stats.write(self.data_dir)
         return stats
 
-    def check_unique_ids(self, rows: int) -> None:
-        """One id, one row (pipeline/run/repeats.py) in the kept files about to be committed: read in this
-        process when they are few, by a Spark job otherwise."""
-        files = parquet_files(self.dirs.out)
+    def check_unique_ids(self, rows: int, folder: str | None = None) -> None:
+        """One id, one row (pipeline/run/repeats.py) in the kept files about to be committed, or in `folder` (its
+        rejected rows): read in this process when they are few, by a Spark job otherwise."""
+        folder = folder or self.dirs.out
+        files = parquet_files(folder)
         if rows <= LOCAL_MAX_ROWS:
             repeated = repeated_ids(files)
         else:
             from pipeline.run.spark import repeated_ids_spark
             repeated = repeated_ids_spark(self.spark, files)
-        check_unique(self.stage, repeated, f"its output ({self.dirs.out})")
+        check_unique(self.stage, repeated, f"its output ({folder})")
 
     def discard(self) -> None:
         shutil.rmtree(self.dirs.work, ignore_errors=True)

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from pipeline.rows import KEPT, UNREADABLE
-from pipeline.run.repeats import EXAMPLES, check_unique
+from pipeline.run.repeats import EXAMPLES, ReadAgain, check_unique
 from pipeline.run.stats import AccountingError, StageStats
 
 # Settings every run gets; a config's `spark:` section and spark-submit --conf override them.
@@ -104,6 +104,8 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
             F.sum(text_bytes()).alias("text_bytes"), F.count_distinct("id").alias("ids")).collect()
         if any(r["status"] == KEPT and r["ids"] != r["n"] for r in counts):  # one id, one row
             check_unique_ids_df(stage, rows.filter(F.col("status") == KEPT), f"its output {out_path}")
+        if any(r["status"] != KEPT and r["ids"] != r["n"] for r in counts):  # in rejected/ too (within a reason)
+            check_unique_ids_df(stage, rows.filter(F.col("status") != KEPT), f"its rejected rows {rej_path}")
         # Columns that only describe a drop (why, duplicate of what) stay with the rejected rows.
         kept = rows.filter(F.col("status") == KEPT).drop("status", "reason", "detail", "duplicate_of")
         if shards:
@@ -141,10 +143,11 @@ def finish_stage(spark: SparkSession, stage: str, rows: DataFrame, data_dir: str
 
 # ---- one id, one row at a size one process should not hold (pipeline/run/repeats.py does it below) ----------
 
-def _ids_of_files(spark: SparkSession, files: list[str]) -> DataFrame:
-    """(id, input_file, f: the file's place in `files`, r: the row's place in its file). Files are matched by
-    name (unit files are named uniquely in their folder), as Spark shows paths as URIs."""
-    names = spark.createDataFrame([(os.path.basename(p), k) for k, p in enumerate(files)], "name string, f int")
+def _ids_of_files(spark: SparkSession, files: list[str], places: list[int] | None = None) -> DataFrame:
+    """(id, input_file, f: the file's place in `files` or `places[k]`, r: the row's place in its file). Files are
+    matched by name (unit files are named uniquely in their folder), as Spark shows paths as URIs."""
+    names = spark.createDataFrame(
+        [(os.path.basename(p), k if places is None else places[k]) for k, p in enumerate(files)], "name string, f int")
     df = spark.read.parquet(*files)
     origin = F.col("input_file").cast("string") if "input_file" in df.columns else F.lit(None).cast("string")
     rows = df.select(F.col("id").cast("string").alias("id"), origin.alias("input_file"),
@@ -166,6 +169,36 @@ def later_copies_spark(spark: SparkSession, files: list[str]) -> dict[str, list[
     for row in rows:
         out.setdefault(files[row["f"]], []).append((int(row["r"]), row["id"], row["_origin"]))
     return {f: sorted(v) for f, v in out.items()}
+
+
+def read_again_spark(spark: SparkSession, units: list[tuple[str, str | None]]) -> ReadAgain:
+    """`read_again` of pipeline/run/repeats.py as a Spark job: only the rows it moves or leaves out reach the driver."""
+    if not units:
+        return ReadAgain()
+    rejected = [(r, i) for i, (_, r) in enumerate(units) if r]
+    rows = _ids_of_files(spark, [k for k, _ in units]).withColumn("kind", F.lit(0))
+    if rejected:
+        rows = rows.unionByName(_ids_of_files(spark, [r for r, _ in rejected], [i for _, i in rejected])
+                                .withColumn("kind", F.lit(1)))
+    many = rows.groupBy("id").count().where(F.col("count") > 1).select("id")
+    rows = rows.join(many, "id", "left_semi")
+    order = ("f", "kind", "r")
+    whole = Window.partitionBy("id").orderBy(*order).rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    first_kept = F.first(F.when(F.col("kind") == 0, F.col("input_file")), ignorenulls=True)
+    rows = (rows.withColumn("_nk", F.row_number().over(Window.partitionBy("id", "kind").orderBy(*order)))
+            .withColumn("_origin", first_kept.over(whole))
+            .withColumn("_cand", (F.col("kind") == 1) | (F.col("_nk") > 1)))  # a row that wants the id's rejected row
+    rows = rows.withColumn("_nc", F.row_number().over(Window.partitionBy("id", "_cand").orderBy(*order)))
+    moved = F.col("_cand") & ((F.col("_nc") > 1) | (F.col("kind") == 0))  # the first rejected row of an id stays
+    found = rows.where(moved).select("id", "f", "r", "kind", "_origin", "_nc").collect()
+    plan = ReadAgain()
+    for row in found:
+        file = units[row["f"]][row["kind"]]
+        if row["_nc"] > 1:
+            plan.left_out.setdefault(file, []).append(int(row["r"]))
+        elif row["kind"] == 0:
+            plan.repeated.setdefault(file, []).append((int(row["r"]), row["id"], row["_origin"]))
+    return ReadAgain({k: sorted(v) for k, v in plan.repeated.items()}, {k: sorted(v) for k, v in plan.left_out.items()})
 
 
 def repeated_ids_spark(spark: SparkSession, files: list[str], limit: int = EXAMPLES) -> dict[str, int]:

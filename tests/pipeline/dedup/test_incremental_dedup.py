@@ -207,3 +207,20 @@ def test_a_run_against_its_own_folder_is_refused_before_spark(planted, tmp_path,
         parse_args("x", ["--config", str(cfg), "--data", str(root / "A")])
     assert e.value.code == 2 and "is this run's own --data folder" in capsys.readouterr().err
     assert os.path.isdir(root / "A" / INDEX_DIR)
+
+
+def test_a_corpus_folder_named_with_glob_characters_is_read_as_named(planted, tmp_path):
+    """`dedup.against: [/corpora/cc[2024-10]]` names a folder, not a pattern (issue 41 item 4): it was refused as
+    'not a Glassbox corpus', its `[2024-10]` read as a glob character class."""
+    root, _, new, _, _, _ = planted
+    dated = tmp_path / "cc[2024-10]"
+    shutil.copytree(root / "A", dated)
+    assert parse_config(config([dated])).dedup.against == [str(dated)]
+    assert parse_config(config([dated / INDEX_DIR])).dedup.against == [str(dated / INDEX_DIR)]
+    write_scored(new, tmp_path / "B")
+    dedup(tmp_path / "B", [dated])  # the index's files are found and read under the literal name
+    assert removed(tmp_path / "B") == removed(root / "B")
+    # a folder whose name only looks like a pattern is still checked whole
+    part = sorted((dated / INDEX_DIR).glob("*.parquet"))[0]
+    part.unlink()
+    refused(config([dated]), f"{part.name} is missing")

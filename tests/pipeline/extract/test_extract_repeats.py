@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 from pipeline.extract.batches import EXTRACT_ARROW
 from pipeline.extract.repeats import resolve_unit, second_units
 from pipeline.rows import BOOKKEEPING_COLUMNS, REJECTED, REPEATED_RECORD, make_row
+from pipeline.run.repeats import ReadAgain
 from pipeline.run.units import UnitDirs
 
 KEPT_SCHEMA = pa.schema([f for f in EXTRACT_ARROW if f.name not in BOOKKEEPING_COLUMNS])
@@ -33,7 +34,7 @@ def _first_phase(tmp_path):
 
 def test_later_copies_move_to_the_dropped_rows_with_their_counts(tmp_path):
     first, markers = _first_phase(tmp_path)
-    later = {os.path.join(first.out, "part-b.parquet"): [(0, "x", "a.warc.gz"), (2, "z", "a.warc.gz")]}
+    later = ReadAgain({os.path.join(first.out, "part-b.parquet"): [(0, "x", "a.warc.gz"), (2, "z", "a.warc.gz")]})
     units = second_units([{"name": "part-a"}, {"name": "part-b"}], markers, first.out, first.rejected, later)
     second = UnitDirs(str(tmp_path / "second")).make()
     for _ in range(2):  # a unit redone after a kill gives the same files and marker
@@ -53,3 +54,19 @@ def test_later_copies_move_to_the_dropped_rows_with_their_counts(tmp_path):
     # a unit without repeats: its files as they were, its counts unchanged
     assert got["part-a"]["records_out"] == 0 and os.path.exists(os.path.join(second.out, "part-a.parquet"))
     assert not os.path.exists(os.path.join(second.rejected, "part-a.parquet"))
+
+
+def test_copies_of_records_that_have_their_row_are_left_out_and_uncounted(tmp_path):
+    """Issue 41 item 3: b's e was rejected (no_main_text) in an earlier unit too, and b's y is a third copy."""
+    first, markers = _first_phase(tmp_path)
+    kept, dropped = os.path.join(first.out, "part-b.parquet"), os.path.join(first.rejected, "part-b.parquet")
+    plan = ReadAgain({kept: [(0, "x", "a.warc.gz")]}, {kept: [1], dropped: [0]})
+    [unit] = second_units([{"name": "part-b"}], markers, first.out, first.rejected, plan)
+    second = UnitDirs(str(tmp_path / "second")).make()
+    for _ in range(2):
+        b = resolve_unit(unit, second, "two")
+    assert (b["records_in"], b["records_out"], b["bytes_in"], b["bytes_out"]) == (2, 1, 30, 6)
+    assert b["rejected"] == {REPEATED_RECORD: 1}
+    assert pq.read_table(os.path.join(second.out, "part-b.parquet")).column("id").to_pylist() == ["z"]
+    dropped = pq.read_table(os.path.join(second.rejected, "part-b.parquet")).to_pylist()
+    assert [(r["id"], r["reason"]) for r in dropped] == [("x", REPEATED_RECORD)]

@@ -2,9 +2,12 @@
 matched by two patterns of a source. Before: 38 rows in dedup/ with 19 distinct ids, nothing rejected.
 Now every stage's output holds each id once and every later copy is accounted as repeated_record."""
 import shutil
+from collections import Counter
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 import pytest
 
 from jobs import clean, dedup, extract, score
@@ -42,6 +45,15 @@ def test_a_record_read_twice_is_one_row_and_later_copies_are_accounted(spark, tm
     assert all(r["input_file"].endswith("a.warc.gz") for r in kept)
     assert all(r["input_file"].endswith("b.warc.gz") and r["duplicate_of"] == r["id"] for r in again)
     assert {r["id"] for r in again} == {r["id"] for r in kept}
+    # a record the extract stage rejects for its own reason (here not_html) is one row and counted once too
+    # (issue 41 item 3: before, each was in rejected/ twice and counted twice)
+    dropped = _rows(data / "rejected" / "stage=extract", ["id", "input_file", "reason"])
+    own = [r for r in dropped if r["reason"] != REPEATED_RECORD]
+    assert own and all(r["input_file"].endswith("a.warc.gz") for r in own)
+    assert len({r["id"] for r in dropped}) == len(dropped) == len(again) + len(own)
+    assert {k: n for k, n in ex.rejected.items() if k != REPEATED_RECORD} == dict(Counter(r["reason"] for r in own))
+    assert ex.extra["read_again_left_out"] == len(own)  # their later copies: neither written nor counted
+    assert ex.records_in == len(kept) + len(dropped)
     for folder in ("extracted", "cleaned", "scored", "dedup"):
         ids = [r["id"] for r in _rows(data / folder, ["id"])]
         assert len(ids) == len(set(ids)), folder
@@ -59,6 +71,20 @@ def test_a_record_read_twice_is_one_row_and_later_copies_are_accounted(spark, tm
             files.append(str(twice / f"{name}-{k}.parquet"))
             shutil.copy(f, files[-1])
     assert later_copies_spark(spark, files) == later_copies(files) != {}
+    from pipeline.run.repeats import read_again
+    from pipeline.run.spark import read_again_spark
+    units = []  # the same copies with the rows rejected for their own reason: p2's kept rows become
+    (tmp_path / "twice-rejected").mkdir()  # repeated_record, p2's rejected rows are left out
+    for name in ("p1", "p2"):
+        for k, f in enumerate(sorted((data / "extracted").glob("*.parquet"))):
+            rej = data / "rejected" / "stage=extract" / f.name
+            own = pq.read_table(rej).filter(pc.field("reason") != REPEATED_RECORD) if rej.exists() else None
+            copy = tmp_path / "twice-rejected" / f"{name}-{k}.parquet"
+            if own is not None and own.num_rows:
+                pq.write_table(own, copy)
+            units.append((str(twice / f"{name}-{k}.parquet"), str(copy) if copy.exists() else None))
+    plan = read_again(units)
+    assert plan.repeated and plan.left_out and read_again_spark(spark, units) == plan
     found = repeated_ids_spark(spark, files)
     assert found and all(repeated_ids(files)[i] == n == 2 for i, n in found.items())
     with pytest.raises(AccountingError, match="one id must be one row"):

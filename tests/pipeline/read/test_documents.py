@@ -69,3 +69,27 @@ def test_text_and_parquet_sources(tmp_path):
     (tmp_path / "broken.parquet").write_bytes(b"PAR1 not really")
     [bad] = read_parquet(str(tmp_path / "broken.parquet"), "p")
     assert bad["reason"] == "bad_parquet"
+
+
+def test_dumps_keep_their_url_and_their_other_fields(tmp_path):
+    """C4, FineWeb and Dolma dumps carry a url and more fields; the reader keeps both (issue 41 item 2)."""
+    p = tmp_path / "c4.jsonl"
+    p.write_text("\n".join(json.dumps(o) for o in [
+        {"text": "a page", "url": "https://example.org/a", "timestamp": "2019-04-25T12:57:54Z",
+         "dump": "CC-MAIN-2019-18"},
+        {"text": "no url here", "id": 3},
+        {"text": "a link", "link": "https://example.org/b", "nested": {"k": [1, 2]}, "score": 0.5}]) + "\n")
+    a, b, c = read_jsonl(str(p), "c4")
+    assert a["url"] == "https://example.org/a"
+    assert json.loads(a["metadata"]) == {"timestamp": "2019-04-25T12:57:54Z", "dump": "CC-MAIN-2019-18"}
+    assert b["url"] is None and b["metadata"] is None  # nothing but text and id: no metadata
+    c = list(read_jsonl(str(p), "c4", url_field="link"))[2]
+    assert c["url"] == "https://example.org/b" and json.loads(c["metadata"]) == {"nested": {"k": [1, 2]}, "score": 0.5}
+
+    pq.write_table(pa.table({"text": ["one", "two"], "id": ["k1", "k2"], "url": ["https://example.org/1", None],
+                             "date": pa.array([1, 2], pa.int64()).cast(pa.timestamp("s")),
+                             "language_score": [0.9, 0.8]}), tmp_path / "fw.parquet")
+    one, two = read_parquet(str(tmp_path / "fw.parquet"), "fw")
+    assert (one["source_id"], one["url"], two["url"]) == ("k1", "https://example.org/1", None)
+    assert json.loads(one["metadata"]) == {"date": "1970-01-01T00:00:01", "language_score": 0.9}
+    assert json.loads(two["metadata"])["language_score"] == 0.8
