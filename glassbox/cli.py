@@ -23,6 +23,8 @@ VERBS: dict[str, tuple[str, str]] = {
     "batch": ("train.serving.batch", "resumable batch inference against a server: INPUT.jsonl OUTPUT.jsonl --url"),
     "estimate": ("train.estimate", "memory, layout and speed of a model for training and serving"),
     "ablate": ("ablation.run", "proxy-model ablations of pipeline variants, with verdicts and a report: SPEC.yaml"),
+    "mix-search": ("mixsearch.cli", "the mixture by experiment: a proxy swarm, a fitted mixing law, a checked proposal: "
+                                    "SPEC.yaml | fit SWARM.jsonl --out DIR | verify SPEC.yaml | report SPEC.yaml"),
     "train-classifier": ("quality_models.train", "a fastText quality classifier and its card from inputs or labels: "
                                                  "--lang L --positives ... --negatives ... --out M.ftz"),
     "annotate": ("quality_models.annotate.run", "grade a stratified sample of documents with a large model into "

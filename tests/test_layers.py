@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-PACKAGES = ("glassbox", "pipeline", "train", "jobs", "quality_models", "ablation")
+PACKAGES = ("glassbox", "pipeline", "train", "jobs", "quality_models", "ablation", "mixsearch")
 
 
 def _not_python(folder: str, names: list[str]) -> list[str]:

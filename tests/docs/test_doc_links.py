@@ -12,8 +12,8 @@ REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^()\s]+)(?:\s+\"[^\"]*\")?\)")
 # folders of the repository whose files a manual may name; outputs (data/, runs/, build/) are not checked
-SOURCE_ROOTS = ("ablation/", "bench/", "conf/", "docs/", "examples/", "glassbox/", "jobs/", "mixes/", "pipeline/",
-                "quality_models/", "scripts/", "tests/", "train/")
+SOURCE_ROOTS = ("ablation/", "bench/", "conf/", "docs/", "examples/", "glassbox/", "jobs/", "mixes/", "mixsearch/",
+                "pipeline/", "quality_models/", "scripts/", "tests/", "train/")
 PLACEHOLDER = re.compile(r"[<>*{}$]|\bxx\b|_N\b|NNNNN|\.\.\.")
 
 
