@@ -30,20 +30,27 @@ endif
 
 KENLM_BIN := build/kenlm/bin/lmplz build/kenlm/bin/build_binary
 KENLM_TEXT ?= quality_models/data/wikitext-2-valid.txt
-# The default quality classifiers (docs/quality.md): reference prose of seven kinds against web text, per language,
-# from the copies in quality_models/data (NOTICE); `make quality-models` rebuilds them byte for byte.
+# The default quality classifiers (docs/quality.md): English, reference prose of seven kinds and human-written
+# instruction answers (Dolly, OASST1; half the positives by weight) against web text; Chinese, prose of five kinds
+# against web text; from the copies in quality_models/data (NOTICE); `make quality-models` rebuilds them byte for byte.
 PROSE := quality_models/data/prose
 WEB := quality_models/data/web
+INSTRUCT := quality_models/data/instruct
 # each web input with its licence (examples/NOTICE, quality_models/data/NOTICE); prose rows carry their own
 CC_TERMS := Common Crawl terms of use
-QUALITY_POS_EN ?= $(foreach k,government howto literature news science technical textbook,$(PROSE)/en/$(k).jsonl.gz:lang=en)
-QUALITY_NEG_EN ?= "$(WEB)/cc2019-dolma.jsonl.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0" \
+QUALITY_PROSE_EN := $(foreach k,government howto literature news science technical textbook,$(PROSE)/en/$(k).jsonl.gz:lang=en)
+# weight 3.5 each: the two instruction sets together weigh as much as the seven prose kinds (quality_models/examples.py)
+QUALITY_INSTRUCT_EN := $(INSTRUCT)/dolly.jsonl.gz:lang=en,weight=3.5 $(INSTRUCT)/oasst1.jsonl.gz:lang=en,weight=3.5
+QUALITY_POS_EN ?= $(QUALITY_PROSE_EN) $(QUALITY_INSTRUCT_EN)
+QUALITY_NEG_EN ?= "$(WEB)/c4-en.jsonl.gz:license=ODC-BY 1.0 and $(CC_TERMS); allenai/c4" \
+  "$(WEB)/cc2019-dolma.jsonl.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0" \
   "examples/sample/resiliparse-cc-excerpt.warc.gz:license=$(CC_TERMS); chatnoir-eu/chatnoir-resiliparse Apache-2.0" \
   "examples/sample/dolma-sample-0000.warc.gz:license=allenai/dolma Apache-2.0" \
   "examples/sample/IAH-urls-wget.warc.gz:license=iipc/webarchive-commons Apache-2.0" \
   "examples/sample/whirlwind.warc.gz:license=$(CC_TERMS); commoncrawl/whirlwind-python Apache-2.0" \
   "examples/sample/jsonl/dolma-cc-documents-000.json.gz:license=$(CC_TERMS); allenai/dolma Apache-2.0"
-QUALITY_POS_ZH ?= $(foreach k,encyclopedic howto legal technical textbook,$(PROSE)/zh/$(k).jsonl.gz:lang=zh)
+# zh/science: the half of the Chinese science abstracts quality_models/make_data.py copies (the other half is never trained on)
+QUALITY_POS_ZH ?= $(foreach k,encyclopedic howto legal science technical textbook,$(PROSE)/zh/$(k).jsonl.gz:lang=zh)
 QUALITY_NEG_ZH ?= "$(WEB)/flagdata-cc-zh.jsonl.gz:license=$(CC_TERMS); FlagOpen/FlagData Apache-2.0" \
   "$(WEB)/flagdata-zhihu-qa.jsonl.gz:license=Zhihu posts; FlagOpen/FlagData Apache-2.0" \
   "$(WEB)/zh-extraction-pages.jsonl.gz:license=immortal-autumn/Chinese-Web-Content-Extraction-Dataset MIT" \
@@ -173,12 +180,18 @@ spark-submit-command:
 # Every run writes Spark's event log beside its output, for the history server after the fact.
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events
 
+# Small inputs run the same stages in local Python processes, without the JVM (pipeline/run/local.py):
+# below LOCAL_MAX_BYTES of input files on a local master; EXECUTOR=local or EXECUTOR=spark forces one. Otherwise
+# jobs/clean_dedup.py hands over to the spark-submit command after --or-submit.
+EXECUTOR ?= auto
+LOCAL_MAX_BYTES ?= 268435456
 clean-dedup: setup $(PY_FILES)
 	$(GLASSBOX) config check --kind pipeline $(CONFIG)
 	mkdir -p $(DATA)/spark-events
-	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
-	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh)
+	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
+	  $(PY) jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh) \
+	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
@@ -435,15 +448,39 @@ demo-ablate: setup
 	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml
 
+# The mixture by experiment (mixsearch/; docs/mixture-search.md): a swarm of proxies on mixtures drawn around the
+# natural token shares, scored in bits per byte on held-out targets, a mixing law fitted per target, the proposal
+# under the repetition cap, checked against the natural mix and the DoReMi step. Rerun to continue.
+#   make mix-search SPEC=examples/mix-search/sample.yaml
+#   make demo-mix-search     the bundled sample: 20 proxies, the fit, 9 verify proxies, the report
+.PHONY: mix-search demo-mix-search
+mix-search: setup
+	$(if $(SPEC),,$(error make mix-search needs SPEC=<search spec>, e.g. SPEC=examples/mix-search/sample.yaml))
+	$(GLASSBOX) mix-search $(SPEC)
+
+demo-mix-search: setup
+	@test -f $(DATA)/tokenized/counts.json || { \
+	  $(MAKE) --no-print-directory clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA) && \
+	  $(MAKE) --no-print-directory tokenize CONFIG=examples/sample.yaml DATA=$(DATA); }
+	@test -f $(DATA)/manifests/sample.json || $(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
+	$(GLASSBOX) mix-search examples/mix-search/sample.yaml
+
 # The quality classifiers' ablations (docs/quality.md): English and Chinese web, filtered by the default classifier,
-# by a random drop of the same share and (English) by the previous default; proxies scored on held-out prose per
-# kind. The evaluation files come from the classifiers' held-out works; the English base's crawled pages and the
-# Chinese science abstracts from ../shared/data (SHARED=...), used for evaluation only.
+# by a random drop of the same share and (English) by the other candidates; proxies scored on held-out prose per
+# kind, (English) the instruction data's evaluation quarter and held-out web. The evaluation files come from the
+# classifiers' held-out works; the instruction evaluation part and the Chinese science abstracts from
+# ../shared/data (SHARED=...), used for evaluation only. The English candidates that are not the default (instruction
+# positives only; the default's positives plus software documentation with its code) are trained into data/.
 SHARED ?= ../shared/data
+DOCS_EN := quality_models/data/docs/en-software-docs.jsonl.gz
 .PHONY: ablate-quality-data ablate-quality
 ablate-quality-data: setup
-	$(PY) -m quality_models.heldout --card quality_models/default/quality_en.json --out data/ablate-quality/en \
-	  $(if $(wildcard $(SHARED)/extraction),--pages $(SHARED)/extraction --pages-warc data/ablate-quality/web-pages.warc.gz)
+	$(PY) -m quality_models.heldout --card quality_models/default/quality_en.json --out data/ablate-quality/en
+	$(PY) -m quality_models.instruct --shared $(SHARED) --eval-out data/ablate-quality/en/instruct.jsonl --max-docs 1000
+	$(TRAIN_CLASSIFIER) --lang en --positives $(INSTRUCT)/dolly.jsonl.gz:lang=en $(INSTRUCT)/oasst1.jsonl.gz:lang=en \
+	  --negatives $(QUALITY_NEG_EN) --out data/ablate-quality/quality_en_instruct.ftz
+	$(TRAIN_CLASSIFIER) --lang en --positives $(QUALITY_POS_EN) $(DOCS_EN):lang=en --negatives $(QUALITY_NEG_EN) \
+	  --out data/ablate-quality/quality_en_docs.ftz
 	$(PY) -m quality_models.heldout --card quality_models/default/quality_zh.json --out data/ablate-quality/zh \
 	  --extra literature_classical=$(PROSE)/zh/literature_classical.jsonl.gz \
 	  $(if $(wildcard $(SHARED)/prose/zh/science/csl.jsonl.gz),science=$(SHARED)/prose/zh/science/csl.jsonl.gz)
@@ -451,12 +488,3 @@ ablate-quality-data: setup
 ablate-quality: ablate-quality-data
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-en.yaml
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-zh.yaml
-
-# The English classifier with software documentation (code kept) as an eighth positive kind, against the default
-# (docs/quality.md, "Documentation with its code"); not a default model, so it is trained into data/.
-DOCS_EN := quality_models/data/docs/en-software-docs.jsonl.gz
-.PHONY: ablate-quality-docs
-ablate-quality-docs: ablate-quality-data
-	$(TRAIN_CLASSIFIER) --lang en --positives $(QUALITY_POS_EN) $(DOCS_EN):lang=en --negatives $(QUALITY_NEG_EN) \
-	  --out data/ablate-quality/quality_en_docs.ftz
-	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/quality-en-docs.yaml

@@ -13,6 +13,15 @@ case, punctuation split off, whitespace words); on Chinese it was never applied 
 KenLM: perplexity (lower is more prose-like) of held-out Chinese prose documents against Chinese spam pages (the
 sample's Common Crawl excerpt and the Common Crawl pages of the ablation half) and against all the unseen web.
 Results in build/bench/quality_auc.json.
+
+    python bench/quality_auc.py --candidates prose=M1.ftz instruct=M2.ftz both=M3.ftz [--split decide|report|all]
+
+English candidates against each other (issue 37): positives are the prose of the works every candidate held out (the
+default's prose files, seed 0, holdout 0.2: no candidate trained on them) and the evaluation quarter of the
+instruction data (quality_models/instruct.py: never copied, never trained on); negatives the English web no candidate
+trained against (the ablation halves of C4 and the 2019 Common Crawl excerpt). Every unit (a work, a record, a page)
+is on one side of a hash, `decide` or `report`: choose a candidate on one, state its figures on the other. Results
+in build/bench/quality_candidates.json.
 """
 from __future__ import annotations
 
@@ -100,12 +109,132 @@ def kenlm_aucs(before: Path, after: Path, prose: list[Doc], web: list[Doc], spam
     return out
 
 
+PROSE_EN = REPO / "quality_models" / "data" / "prose" / "en"
+CANDIDATE_WEB = {"c4": REPO / "examples" / "ablate" / "web" / "c4-en.jsonl.gz",
+                 "cc2019": REPO / "examples" / "ablate" / "web" / "cc2019-dolma.jsonl.gz"}
+
+
+def report_side(group: str) -> str:
+    import hashlib
+    return "report" if hashlib.sha1(f"auc-side:{group}".encode()).digest()[0] % 2 else "decide"
+
+
+def candidate_sets(shared: Path, n_instruct: int, which: str) -> dict[str, list[Doc]]:
+    """{kind: documents} never trained on by any candidate: prose kinds, instruct, web sources."""
+    from quality_models import instruct
+
+    sets: dict[str, list[Doc]] = {}
+    for f in sorted(PROSE_EN.glob("*.jsonl.gz")):
+        sets[f.name.split(".")[0]] = [d for d in read_input(parse_spec(f"{f}:lang=en"), Counter())
+                                      if ex.held_out(d.group, 0, 0.2)]
+    sets["instruct"] = [Doc(r["text"], r["id"], "instruct", "en", file=r["id"], id=r["id"])
+                        for r in instruct.evaluation(shared)[:n_instruct]]
+    for name, f in CANDIDATE_WEB.items():
+        docs = read_input(parse_spec(str(f)), Counter())
+        sets["web-" + name] = keep_languages([Doc(d.text, d.group, d.input, None, file=d.file) for d in docs],
+                                             ["en"], Counter())
+    if which != "all":
+        sets = {k: [d for d in v if report_side(d.group or d.text[:200]) == which] for k, v in sets.items()}
+    return sets
+
+
+def candidates(models: dict[str, Path], shared: Path, n_instruct: int, which: str) -> dict:
+    import statistics
+
+    sets = candidate_sets(shared, n_instruct, which)
+    cfg = ex.ChunkConfig()
+    chunks = {k: ex.examples(v, 0, cfg, set()) for k, v in sets.items()}
+    prose_kinds = [k for k in sets if k != "instruct" and not k.startswith("web-")]
+    web_kinds = [k for k in sets if k.startswith("web-")]
+    out = {"split": which, "documents": {k: len(v) for k, v in sets.items()},
+           "chunks": {k: len(v) for k, v in chunks.items()}, "models": {}}
+    for name, path in models.items():
+        clf = QualityClassifier(path)
+        doc_s = {k: [s or 0.0 for s in clf.predict_proba([d.text for d in v], ["en"] * len(v))]
+                 for k, v in sets.items()}
+        chk_s = {k: [s or 0.0 for s in clf.predict_proba([e.text for e in v], ["en"] * len(v))]
+                 for k, v in chunks.items()}
+        res = {"median_document": {k: round(statistics.median(v), 3) for k, v in doc_s.items() if v}}
+        for unit, sc in (("paragraphs", chk_s), ("documents", doc_s)):
+            neg = [s for k in web_kinds for s in sc[k]]
+            for label, kinds in (("prose", prose_kinds), ("instruct", ["instruct"]),
+                                 ("prose+instruct", prose_kinds + ["instruct"])):
+                pos = [s for k in kinds for s in sc[k]]
+                res[f"{unit}_{label}"] = round(roc_auc(pos + neg, [1] * len(pos) + [0] * len(neg)), 3)
+            both = [s for k in prose_kinds + ["instruct"] for s in sc[k]]
+            for w in web_kinds:
+                res[f"{unit}_vs_{w}"] = round(roc_auc(both + sc[w], [1] * len(both) + [0] * len(sc[w])), 3)
+        out["models"][name] = res
+        print(name, json.dumps(res), file=sys.stderr)
+    return out
+
+
+def zh_science(shared: Path) -> dict:
+    """Chinese: the held-out works of the five prose kinds and the half of the science abstracts never copied
+    (quality_models/make_data.py: science_side) against the unseen Chinese web, the previous default (five prose kinds)
+    against the default (science's other half a sixth positive kind)."""
+    import statistics
+
+    from quality_models.make_data import science_side
+
+    prose = [d for d in heldout_prose("zh") if d.input != "zh/science"]
+    sci = [d for d in read_input(parse_spec(f"{shared / 'prose' / 'zh' / 'science' / 'csl.jsonl.gz'}:lang=zh"),
+                                 Counter()) if science_side(d.group) == "eval"]
+    web_all = [d for f in UNSEEN_WEB for d in read_input(parse_spec(f), Counter())]
+    web = keep_languages([Doc(d.text, d.group, d.input, None, file=d.file) for d in web_all], ["zh"], Counter())
+    cfg = ex.ChunkConfig()
+    chunks = {k: ex.examples(v, 0, cfg, set()) for k, v in (("prose", prose), ("science", sci), ("web", web))}
+    out = {"documents": {"prose": len(prose), "science": len(sci), "web": len(web)},
+           "chunks": {k: len(v) for k, v in chunks.items()}}
+    for name, path in (("previous", REPO / "quality_models" / "previous" / "quality_zh_prose.ftz"),
+                       ("default", REPO / "quality_models" / "default" / "quality_zh.ftz")):
+        clf = QualityClassifier(path)
+
+        def score(texts):
+            return [s or 0.0 for s in clf.predict_proba(texts, ["zh"] * len(texts))]
+        res = {}
+        for unit, sets in (("paragraphs", {k: [e.text for e in v] for k, v in chunks.items()}),
+                           ("documents", {"prose": [d.text for d in prose], "science": [d.text for d in sci],
+                                          "web": [d.text for d in web]})):
+            sc = {k: score(v) for k, v in sets.items()}
+            for pos in ("prose", "science"):
+                res[f"{unit}_{pos}"] = round(roc_auc(sc[pos] + sc["web"], [1] * len(sc[pos]) + [0] * len(sc["web"])), 3)
+            both = sc["prose"] + sc["science"]
+            res[f"{unit}_prose+science"] = round(roc_auc(both + sc["web"], [1] * len(both) + [0] * len(sc["web"])), 3)
+            if unit == "documents":
+                res["median_science"] = round(statistics.median(sc["science"]), 3)
+        out[name] = res
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--candidates", nargs="*", metavar="NAME=MODEL", help="English candidates (see above)")
+    ap.add_argument("--split", choices=("decide", "report", "all"), default="report")
+    ap.add_argument("--shared", type=Path, default=REPO.parent / "shared" / "data")
+    ap.add_argument("--instruct-docs", type=int, default=1200,
+                    help="the first N records of the instruction evaluation part (Dolly and OASST1 alternating)")
+    ap.add_argument("--zh-science", action="store_true",
+                    help="Chinese: prose and the science abstracts never copied, previous default against default")
     ap.add_argument("--pages", type=Path, help="crawled pages never trained on (../shared/data/extraction)")
     ap.add_argument("--kenlm-before", type=Path)
     ap.add_argument("--kenlm-after", type=Path, default=REPO / "quality_models" / "default")
     args = ap.parse_args()
+    if args.zh_science:
+        result = zh_science(args.shared)
+        out = REPO / "build" / "bench" / "quality_zh_science.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return
+    if args.candidates:
+        models = {c.split("=", 1)[0]: Path(c.split("=", 1)[1]) for c in args.candidates}
+        result = candidates(models, args.shared, args.instruct_docs, args.split)
+        out = REPO / "build" / "bench" / f"quality_candidates-{args.split}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+        print(json.dumps(result, indent=2))
+        return
     web_all = [d for f in UNSEEN_WEB for d in read_input(parse_spec(f), Counter())]
     result = {}
     for lang in ("en", "zh"):

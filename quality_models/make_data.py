@@ -12,9 +12,10 @@ byte-identical.
 
 - Prose, one file per language and kind: the documents of ../shared/data/prose (the half of the set this project
   holds), `id`, `text`, `source`, `license`, `url_or_path` as given, the text cut at a line or sentence end after
-  3,000 characters, 1,500 for classical Chinese (a classifier reads paragraphs; the copy stays small). Chinese
-  science (CSL: its rights are the set's most doubtful) is not copied; classical Chinese is copied for the card's
-  table only (docs/quality.md says why it is not a positive).
+  3,000 characters, 1,500 for classical Chinese (a classifier reads paragraphs; the copy stays small). Of the Chinese
+  science abstracts (CSL: its rights are the set's most doubtful) half is copied, by a hash of the id (science_side):
+  the other half stays in ../shared/data, never trained on, for the held-out figures; classical Chinese is copied for
+  the card's table only (docs/quality.md says why it is not a positive).
 - Web: each upstream file's documents are split in two by a hash of their URL (or id): one half is the classifiers'
   negatives (quality_models/data/web), the other the base corpus of the ablations (examples/ablate/web), so a
   filter is never measured on pages its classifier was trained against. C4 (`--c4`) is split the same way
@@ -33,7 +34,10 @@ import json
 from pathlib import Path
 
 PROSE_KINDS = {"en": ["government", "howto", "literature", "news", "science", "technical", "textbook"],
-               "zh": ["encyclopedic", "howto", "legal", "technical", "textbook", "literature_classical"]}
+               "zh": ["encyclopedic", "howto", "legal", "technical", "textbook", "literature_classical", "science"]}
+# Kinds of which only a half is copied (by a hash of the id, `science_side`): the other half stays in ../shared/data,
+# never trained on, for the held-out figures (docs/quality.md: Chinese science abstracts).
+HALF_KINDS = {("zh", "science")}
 MAX_CHARS = 3000
 CLASSICAL_MAX_CHARS = 1500  # scored for the card only
 CLASSIFIER, ABLATION = "quality_models/data/web", "examples/ablate/web"
@@ -67,13 +71,19 @@ def half(key: str) -> str:
     return CLASSIFIER if hashlib.sha1(f"web-half:{key}".encode()).digest()[0] % 2 == 0 else ABLATION
 
 
+def science_side(doc_id: str) -> str:
+    """'train' (copied, a positive) or 'eval' (never copied): a hash of the document's id."""
+    return "train" if hashlib.sha1(f"zh-science-side:{doc_id}".encode()).digest()[0] % 2 == 0 else "eval"
+
+
 def prose(root: Path, out: Path) -> None:
     for lang, kinds in PROSE_KINDS.items():
         for kind in kinds:
             (src,) = sorted((root / lang / kind).glob("*.jsonl.gz"))
             limit = CLASSICAL_MAX_CHARS if kind == "literature_classical" else MAX_CHARS
             rows = [{**{k: r[k] for k in ("id", "source", "license", "url_or_path")}, "text": cut(r["text"], limit)}
-                    for r in read_jsonl(src)]
+                    for r in read_jsonl(src)
+                    if (lang, kind) not in HALF_KINDS or science_side(r["id"].split("#")[0]) == "train"]
             write_jsonl(out / "prose" / lang / f"{kind}.jsonl.gz", rows)
 
 

@@ -158,21 +158,28 @@ def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
     assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow   # about 35 s: the held-out files of both classifiers and the WARC of 650 crawled pages
+@pytest.mark.slow   # about 20 s: the held-out files of both classifiers and the instruction evaluation part
 def test_the_quality_specs_check():
     """examples/ablate/quality-{en,zh}.yaml, with the files `make ablate-quality-data` writes (the held-out prose of
-    the default classifiers, the crawled pages of ../shared/data/extraction, the Chinese science abstracts)."""
+    the default classifiers, the instruction data's evaluation quarter, the Chinese science abstracts). The two
+    English candidates it trains into data/ablate-quality stand in as copies of the default when absent: the check is
+    of the spec and its configs."""
     import os
+    import shutil
 
     from conftest import shared
-    from quality_models import heldout
+    from quality_models import heldout, instruct
 
-    pages, csl = shared("extraction"), shared("prose", "zh", "science", "csl.jsonl.gz")
+    csl = shared("prose", "zh", "science", "csl.jsonl.gz")
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        assert heldout.main(["--card", "quality_models/default/quality_en.json", "--out", "data/ablate-quality/en",
-                             "--pages", str(pages), "--pages-warc", "data/ablate-quality/web-pages.warc.gz"]) == 0
+        assert heldout.main(["--card", "quality_models/default/quality_en.json", "--out", "data/ablate-quality/en"]) == 0
+        assert instruct.main(["--shared", str(shared("instruct").parent), "--eval-out", "data/ablate-quality/en/instruct.jsonl",
+                              "--max-docs", "1000"]) == 0
+        for name in ("quality_en_instruct.ftz", "quality_en_docs.ftz"):
+            if not Path("data/ablate-quality", name).is_file():
+                shutil.copy("quality_models/default/quality_en.ftz", Path("data/ablate-quality", name))
         assert heldout.main(["--card", "quality_models/default/quality_zh.json", "--out", "data/ablate-quality/zh",
                              "--extra", "literature_classical=quality_models/data/prose/zh/literature_classical.jsonl.gz",
                              f"science={csl}"]) == 0
@@ -180,8 +187,10 @@ def test_the_quality_specs_check():
         _, zh, _ = check("examples/ablate/quality-zh.yaml")
     finally:
         os.chdir(cwd)
-    assert [v.name for v in en] == ["base", "null_control", "quality_filter", "random_drop", "old_classifier"]
-    assert en[2].against == ["random_drop", "old_classifier"] and plan["steps"] == 240
-    assert en[4].config.score.classifiers[0].model.endswith("quality_models/previous/quality_ft.ftz")
+    assert [v.name for v in en] == ["base", "null_control", "quality_filter", "random_drop", "prose_classifier",
+                                    "instruct_classifier", "docs_classifier"]
+    assert en[2].against == ["random_drop", "prose_classifier"] and plan["steps"] == 240
+    assert len(en[0].seeds) == len(en[1].seeds) == 8 and set(en[0].seeds).isdisjoint(en[1].seeds)
+    assert en[4].config.score.classifiers[0].model.endswith("quality_models/previous/quality_en_prose.ftz")
     assert [v.config.score.random_drop for v in zh] == [0.0, 0.0, 0.0, 0.55]
     assert en[3].draw_per_seed and zh[3].draw_per_seed      # the control drawn again for each seed
