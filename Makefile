@@ -180,18 +180,12 @@ spark-submit-command:
 # Every run writes Spark's event log beside its output, for the history server after the fact.
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events
 
-# Small inputs run the same stages in local Python processes, without the JVM (pipeline/run/local.py):
-# below LOCAL_MAX_BYTES of input files on a local master; EXECUTOR=local or EXECUTOR=spark forces one. Otherwise
-# jobs/clean_dedup.py hands over to the spark-submit command after --or-submit.
-EXECUTOR ?= auto
-LOCAL_MAX_BYTES ?= 268435456
 clean-dedup: setup $(PY_FILES)
 	$(GLASSBOX) config check --kind pipeline $(CONFIG)
 	mkdir -p $(DATA)/spark-events
-	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
-	  $(PY) jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh) \
-	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG)
+	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
+	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
@@ -447,23 +441,6 @@ ablate-engines: setup
 demo-ablate: setup
 	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml
-
-# The mixture by experiment (mixsearch/; docs/mixture-search.md): a swarm of proxies on mixtures drawn around the
-# natural token shares, scored in bits per byte on held-out targets, a mixing law fitted per target, the proposal
-# under the repetition cap, checked against the natural mix and the DoReMi step. Rerun to continue.
-#   make mix-search SPEC=examples/mix-search/sample.yaml
-#   make demo-mix-search     the bundled sample: 20 proxies, the fit, 9 verify proxies, the report
-.PHONY: mix-search demo-mix-search
-mix-search: setup
-	$(if $(SPEC),,$(error make mix-search needs SPEC=<search spec>, e.g. SPEC=examples/mix-search/sample.yaml))
-	$(GLASSBOX) mix-search $(SPEC)
-
-demo-mix-search: setup
-	@test -f $(DATA)/tokenized/counts.json || { \
-	  $(MAKE) --no-print-directory clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA) && \
-	  $(MAKE) --no-print-directory tokenize CONFIG=examples/sample.yaml DATA=$(DATA); }
-	@test -f $(DATA)/manifests/sample.json || $(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
-	$(GLASSBOX) mix-search examples/mix-search/sample.yaml
 
 # The quality classifiers' ablations (docs/quality.md): English and Chinese web, filtered by the default classifier,
 # by a random drop of the same share and (English) by the other candidates; proxies scored on held-out prose per
