@@ -127,7 +127,8 @@ def fit_lightgbm(W: np.ndarray, y: np.ndarray) -> Boosted:
     import lightgbm
 
     m = lightgbm.LGBMRegressor(n_estimators=200, learning_rate=0.05, num_leaves=8,
-                               min_child_samples=max(2, len(y) // 10), verbose=-1, random_state=0)
+                               min_child_samples=max(2, len(y) // 10), verbose=-1, random_state=0,
+                               n_jobs=1)
     m.fit(W, y)
     return Boosted(m)
 
