@@ -7,13 +7,16 @@
 #    time in bf16 of each config in CONFIGS (default train/configs/125m.yaml, 350m.yaml and 1b-1gpu.yaml) as
 #    pure data parallel over NGPU GPUs (default: all visible), at global batch GLOBAL_BATCH (default 64
 #    sequences: the micro-batch of the config, so per-token speed is the config's), compiled blocks, fused
-#    AdamW, flash attention and the chunked loss as the trainer does by default on a GPU;
+#    AdamW, flash attention and the chunked loss as the trainer does by default on a GPU; each config once per
+#    variant in VARIANTS (default: `causal`, model.document_masking=false, and `docmask`, intra-document attention
+#    on: flex attention with a block mask on a GPU), NAME:section.key=value[,section.key=value...] each;
 # 2. a resharded resume (train/checkpoint/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
 #    ~1e-6; tests/train/checkpoint/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
 #    5 steps in the same layout, and a copy of the checkpoint goes on 5 steps in another layout: tp=2 with
 #    half the data ranks on 2+ GPUs, ZeRO stage 1 -> 0 on one GPU (one process per GPU, so the only layout change
 #    one GPU allows). Reports the largest relative loss difference of those 5 steps (pass: <= 1e-4; GPU
-#    kernels add nondeterministic atomics to the summation-order noise).
+#    kernels add nondeterministic atomics to the summation-order noise). RESHARD_SETS (default
+#    model.document_masking=true): options the resumed runs train with, comma-separated.
 #
 # Data: random token ids (vocab 32000) built once under WORK (bench/synthetic_manifest.py), or MANIFEST=...
 # Output: everything (runs, logs, summary.json, summary.txt) under OUT (default build/bench/gpu/<time>).
@@ -66,6 +69,7 @@ else
   SYNTH_TOKENS=${SYNTH_TOKENS:-2e7}
 fi
 RESHARD_STEPS=${RESHARD_STEPS:-10}
+VARIANTS=${VARIANTS:-causal:model.document_masking=false docmask:model.document_masking=true}
 echo "== gpu_throughput: NGPU=$NGPU STEPS=$STEPS CONFIGS=($CONFIGS) DRY_RUN=$DRY_RUN OUT=$OUT"
 if [ "$DRY_RUN" != 1 ]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
@@ -119,12 +123,17 @@ if [ -n "${PEAK_TFLOPS:-}" ]; then PEAK=(--set "log.peak_tflops=$PEAK_TFLOPS"); 
 
 # -- 1. throughput
 for CONFIG in $CONFIGS; do
-  name=$(basename "$CONFIG" .yaml)
+ for VARIANT in $VARIANTS; do
+  vname=${VARIANT%%:*}
+  VSETS=()
+  IFS=, read -r -a vkeys <<< "${VARIANT#*:}"
+  for kv in "${vkeys[@]}"; do VSETS+=(--set "$kv"); done
+  name=$(basename "$CONFIG" .yaml)-$vname
   mb=$($PY -c "import yaml; print(yaml.safe_load(open('$CONFIG'))['train']['micro_batch_size'])")
   G=$(( GLOBAL_BATCH > mb * NGPU ? GLOBAL_BATCH / (mb * NGPU) * mb * NGPU : mb * NGPU ))
   train "throughput-$name" "$OUT/runs/throughput-$name" "$NGPU" "$STEPS" --config "$CONFIG" \
     --set parallel.tp=1 --set parallel.pp=1 --set parallel.dp="$NGPU" --set train.precision=$PRECISION \
-    --set train.global_batch_size=$G --set checkpoint.every=0 --set checkpoint.keep=1 "${PEAK[@]}"
+    --set train.global_batch_size=$G --set checkpoint.every=0 --set checkpoint.keep=1 "${PEAK[@]}" "${VSETS[@]}"
   if [ "$RC" -eq 0 ]; then
     EST=$($PY -m train.estimate --config "$CONFIG" --gpu-mem 141 --dp "$NGPU" --zero 1 --json \
           | $PY -c 'import json, sys; print(round(json.load(sys.stdin)["training_gb"]["total"] / 1.073741824, 1))' \
@@ -147,6 +156,7 @@ PY
   else
     row what "throughput" config "$name" precision $PRECISION layout "tp1 pp1 dp$NGPU" wall_s "$WALL" status "failed ($RC)"
   fi
+ done
 done
 
 # -- 2. a resharded resume
@@ -159,7 +169,11 @@ else
 fi
 rmb=$($PY -c "import yaml; print(yaml.safe_load(open('$RESHARD_CONFIG'))['train']['micro_batch_size'])")
 RG=$(( rmb * NGPU * 2 ))
-COMMON=(--config "$RESHARD_CONFIG" --set parallel.pp=1 --set train.precision=fp32 --set optimizer.eps=1e-3
+# The resume runs with the new options on (RESHARD_SETS: intra-document attention; the flex kernel on a GPU).
+RSETS=()
+IFS=, read -r -a rkeys <<< "${RESHARD_SETS-model.document_masking=true}"
+for kv in "${rkeys[@]}"; do RSETS+=(--set "$kv"); done
+COMMON=("${RSETS[@]}" --config "$RESHARD_CONFIG" --set parallel.pp=1 --set train.precision=fp32 --set optimizer.eps=1e-3
         --set data.seq_len="$RESHARD_SEQ" --set train.global_batch_size="$RG" --set train.steps=$(( RESHARD_STEPS + 5 ))
         --set schedule.warmup_steps=2 --set checkpoint.every=$RESHARD_STEPS --set checkpoint.keep=0)
 R=$OUT/runs/reshard

@@ -103,32 +103,40 @@ def run_verify(spec: SearchSpec) -> dict:
     mixes["doremi_search"] = doms.collapse(mixes["doremi"])       # over the search's domains, for the report
     rows["doremi"] = arm("doremi")
     rows["proposal"] = arm("proposal")
-    conf = spec.verify.confidence
     measured = {a: {t: [rows[a][f"{a}-s{s}"]["losses"][t] for s in seeds] for t in spec.targets} for a in ARMS}
-    for a in ARMS:
-        measured[a]["mean"] = [float(np.mean([measured[a][t][i] for t in spec.targets])) for i in range(len(seeds))]
-    comparisons = {}
-    for x, y in (("proposal", "natural"), ("proposal", "doremi"), ("doremi", "natural")):
-        comparisons[f"{x} - {y}"] = {}
-        for t in list(spec.targets) + ["mean"]:
-            p = stats.paired(measured[x][t], measured[y][t], conf).as_dict()
-            p["verdict"] = {"better": "better", "worse": "worse"}.get(p["verdict"], NOISE)
-            comparisons[f"{x} - {y}"][t] = p
-    pred = proposal["predicted"]
-    check = {}
-    for t in spec.targets:
-        sp = stats.spread(measured["proposal"][t])
-        half = stats.t_quantile(conf, sp.n - 1) * sp.std / np.sqrt(sp.n) if sp.n > 1 else float("nan")
-        check[t] = {"predicted": pred.get(t), "measured": sp.mean, "low": sp.mean - half, "high": sp.mean + half,
-                    "inside": bool(sp.mean - half <= pred.get(t, np.nan) <= sp.mean + half)}
-    res = {"seeds": seeds, "tokens": plan["tokens"], "confidence": conf, "mixtures": mixes,
-           "doremi_evidence": {"val_bpb": per_source, "params": dataclasses.asdict(d)},
-           "measured": measured, "comparisons": comparisons, "predicted_vs_measured": check,
-           "unit": "bits per byte"}
+    res = summarize(measured, list(spec.targets), seeds, spec.verify.confidence, proposal["predicted"])
+    res.update(tokens=plan["tokens"], mixtures=mixes,
+               doremi_evidence={"val_bpb": per_source, "params": dataclasses.asdict(d)})
     with open(os.path.join(out, "results.json"), "w", encoding="utf-8") as fh:
         json.dump(res, fh, indent=1, sort_keys=True)
     say(format_verify(res, list(spec.targets)))
     return res
+
+
+def summarize(measured: dict, targets: list[str], seeds: list[int], conf: float, predicted: dict) -> dict:
+    """Paired comparisons of the arms per target (and their mean over targets) and the proposal's predicted bits
+    per byte against its measured mean and interval; ``measured``: {arm: {target: [bpb per seed]}}."""
+    from ablation import stats
+
+    measured = {a: dict(v) for a, v in measured.items()}
+    for a in ARMS:
+        measured[a]["mean"] = [float(np.mean([measured[a][t][i] for t in targets])) for i in range(len(seeds))]
+    comparisons = {}
+    for x, y in (("proposal", "natural"), ("proposal", "doremi"), ("doremi", "natural")):
+        comparisons[f"{x} - {y}"] = {}
+        for t in targets + ["mean"]:
+            p = stats.paired(measured[x][t], measured[y][t], conf).as_dict()
+            p["verdict"] = {"better": "better", "worse": "worse"}.get(p["verdict"], NOISE)
+            comparisons[f"{x} - {y}"][t] = p
+    check = {}
+    for t in targets:
+        sp = stats.spread(measured["proposal"][t])
+        half = stats.t_quantile(conf, sp.n - 1) * sp.std / np.sqrt(sp.n)
+        pred = predicted.get(t)
+        check[t] = {"predicted": pred, "measured": sp.mean, "low": sp.mean - half, "high": sp.mean + half,
+                    "inside": pred is not None and bool(sp.mean - half <= pred <= sp.mean + half)}
+    return {"seeds": list(seeds), "confidence": conf, "measured": measured, "comparisons": comparisons,
+            "predicted_vs_measured": check, "unit": "bits per byte"}
 
 
 def format_verify(res: dict, targets: list[str]) -> str:

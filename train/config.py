@@ -32,6 +32,17 @@ class ModelSection:
     init_std: float = setting(0.02, gt=0)
     vocab_size: int | None = setting(None, ge=1)     # null = the manifest tokenizer's vocab_size
     vocab_multiple: int = setting(64, ge=1)          # embedding/head rows are padded to a multiple (masked in the loss)
+    # Packed rows hold several documents (each ending with the tokenizer's eos): a token attends only to earlier
+    # tokens of its own document (Llama 3, Megatron-LM, torchtitan, OLMo-core); false: the whole row is one
+    # causal sequence (every document sees the tail of the one before). Off by default so that existing configs
+    # and runs keep their meaning; the shipped configs for new runs set it.
+    document_masking: bool = False
+    # Rotary positions restart at 0 at each document; null: the same as document_masking. With the mask on,
+    # RoPE's scores depend only on q - k, so restarting changes no score but its rounding: restarted, a
+    # document's numbers do not depend on where in the row it landed, and they are what a model served one
+    # document at a time (positions from 0, Hugging Face export) computes.
+    document_positions: bool | None = None
+    qk_norm: bool = False              # RMSNorm on each head's queries and keys before RoPE (OLMo 2, Qwen3)
 
 
 @dataclass

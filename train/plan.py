@@ -113,7 +113,8 @@ def resolve(cfg, manifest, steps: int | None) -> Plan:
     mcfg = ModelConfig(vocab_size=vocab, n_layers=m.n_layers, d_model=m.d_model, n_heads=m.n_heads,
                        n_kv_heads=m.n_kv_heads or m.n_heads, ffn_hidden=ffn_hidden(m), max_seq_len=seq_len,
                        rope_theta=m.rope_theta, norm_eps=m.norm_eps, init_std=m.init_std,
-                       vocab_multiple=m.vocab_multiple, seed=cfg.train.seed)
+                       vocab_multiple=m.vocab_multiple, seed=cfg.train.seed, document_masking=m.document_masking,
+                       document_positions=m.document_positions, eos_id=manifest.eos_id, qk_norm=m.qk_norm)
     if mcfg.padded_vocab % cfg.parallel.tp:
         raise ConfigError(f"model.vocab_multiple: {m.vocab_multiple} gives {mcfg.padded_vocab} embedding rows, "
                           f"not divisible by parallel.tp ({cfg.parallel.tp}); use a multiple of tp")

@@ -119,11 +119,15 @@ def build_engine(cfg, mcfg: ModelConfig):
 
 def kernels(cfg) -> dict:
     """Every rank: SDPA's backend fixed; what the run record says about the kernels this run uses."""
-    from train.model.kernels import attention_backend
+    from train.model.kernels import attention_backend, document_kernel
 
-    return {"engine": "single_stage" if cfg.parallel.pp == 1 else "pipeline", "compile": compiled(cfg),
-            "attention": attention_backend(cfg.train.precision),
-            "optimizer": "AdamW (fused)" if cfg.optimizer.fused else "AdamW (loop)"}
+    out = {"engine": "single_stage" if cfg.parallel.pp == 1 else "pipeline", "compile": compiled(cfg),
+           "attention": attention_backend(cfg.train.precision),
+           "optimizer": "AdamW (fused)" if cfg.optimizer.fused else "AdamW (loop)"}
+    documents = document_kernel(cfg.model.document_masking)
+    if documents:                            # chosen at start-up: flex attention on a GPU, SDPA's mask elsewhere
+        out["document_masking"] = documents
+    return out
 
 
 def compiled(cfg) -> bool:
@@ -482,6 +486,9 @@ class Training:
         print(f"{self.run}: {what}, training to step {plan.stop} (schedule horizon {plan.horizon}); "
               f"{plan.model.num_params() / 1e6:.2f}M parameters, layout tp={cfg.parallel.tp} pp={cfg.parallel.pp} "
               f"dp={cfg.parallel.dp}, {self.G} x {plan.seq_len} tokens per step"
+              + (f"; document masking ({self.point.invocation['kernels']['document_masking']}), positions "
+                 f"{'per document' if plan.model.restart_positions else 'per row'}"
+                 if plan.model.document_masking else "")
               + (f"; {dropped} metrics rows past the checkpoint moved to metrics.discarded.jsonl" if dropped else "")
               + (f"; data cursor {self.shift} batches ahead of the step (rollbacks)" if self.shift else ""),
               flush=True)

@@ -1,7 +1,7 @@
 """Whole training runs through torchrun: parallel layouts against one process, and resuming.
 
 Numerical equivalence (the torchtitan way: match the single-device loss curve). The same tiny model
-(grouped-query attention, z-loss on, gradient clipping active), seed, data and global batch are trained for
+(grouped-query attention, intra-document attention on the packed rows, z-loss on, gradient clipping active), seed, data and global batch are trained for
 six steps by one process and by TP=2 and PP=2 x DP=2 (with activation checkpointing), all gloo and fp32;
 TP=2 x PP=2 x DP=2 (8 processes on 2 cores, the suite's costliest launch) is checked once, against one
 process too, by tests/train/checkpoint/test_train_reshard.py, whose resharding runs start from it.
@@ -38,7 +38,7 @@ from train.loop.metrics import read_metrics
 from train_fixtures import EQUIVALENCE_EPS, cpu_hog, launch, make_dataset, weight_mismatches
 
 CONFIG = """
-model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64}
+model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64, document_masking: true}
 data: {log_consumed: true}
 train: {steps: 6, micro_batch_size: 2, global_batch_size: 8, seed: 7}
 optimizer: {lr: 3.0e-3, min_lr: 3.0e-4, grad_clip: 0.5, z_loss: 1.0e-3, eps: EPS}
@@ -84,6 +84,7 @@ def _compare(rows, ref, rel=REL):
 def test_reference_run_is_sane(setup, reference):
     kernels = json.loads((setup[0] / "ref" / "run.json").read_text())["invocations"][-1]["kernels"]
     assert kernels == {"engine": "single_stage", "compile": False, "attention": "cpu", "optimizer": "AdamW (fused)",
+                       "document_masking": "SDPA with a block-diagonal causal mask",
                        "cpu_threads": kernels["cpu_threads"]} and kernels["cpu_threads"] >= 1
     train_rows = [r for r in reference if r["kind"] == "train"]
     assert [r["step"] for r in train_rows] == list(range(1, STEPS + 1))

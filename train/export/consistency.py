@@ -73,7 +73,27 @@ def make_probes(cfg, order=None, sp_model: Path | None = None, max_tokens: int =
     g = torch.Generator().manual_seed(RANDOM_SEED)
     probes.append(Probe(f"random ids (seed {RANDOM_SEED})",
                         torch.randint(0, cfg.vocab_size, (length,), generator=g).tolist()))
+    if getattr(cfg, "packs_documents", False):
+        probes = [one_document(p, cfg.eos_id, cfg.vocab_size) for p in probes]
     return probes
+
+
+def one_document(probe: Probe, eos_id: int, vocab_size: int) -> Probe:
+    """A model trained with document masking computes a packed row as separate documents; an exported model
+    (Hugging Face, one causal sequence per row) is the same network on one document, so a probe is
+    reduced to its longest document (the stretch between two end-of-document ids, the first included), and
+    random ids avoid that id."""
+    if probe.name.startswith("random"):
+        return Probe(probe.name + f", no id {eos_id}", [(t + 1) % vocab_size if t == eos_id else t for t in probe.ids])
+    if eos_id not in probe.ids[:-1]:
+        return probe
+    pieces, start = [], 0
+    for i, t in enumerate(probe.ids):
+        if t == eos_id:
+            pieces.append(probe.ids[start:i + 1])
+            start = i + 1
+    pieces.append(probe.ids[start:])
+    return Probe(probe.name + " (its longest document)", max(pieces, key=len))
 
 
 def greedy_prompts(probes: list[Probe]) -> list[list[int]]:

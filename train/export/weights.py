@@ -147,7 +147,8 @@ def merge_checkpoint(ckpt: RunCheckpoint) -> dict[str, torch.Tensor]:
 
 
 def hf_name(name: str) -> str:
-    """``train.model.transformer.Llama`` parameter name -> ``LlamaForCausalLM``'s."""
+    """``train.model.transformer.Llama`` parameter name -> ``LlamaForCausalLM``'s (and ``Qwen3ForCausalLM``'s, whose
+    ``self_attn.q_norm`` / ``k_norm`` are ours under the same names)."""
     if name == "embed.embed_tokens.weight":
         return "model.embed_tokens.weight"
     if name == "head.norm.weight":
@@ -182,17 +183,26 @@ def load_reference_model(cfg: ModelConfig, sd: dict[str, torch.Tensor]) -> Llama
     return model.eval()
 
 
-def hf_config(cfg: ModelConfig, dtype: str, *, bos_id: int | None, eos_id: int | None, pad_id: int | None):
-    from transformers import LlamaConfig
+def hf_architecture(cfg: ModelConfig) -> str:
+    """The transformers class that computes this model: LlamaForCausalLM, or with QK-norm Qwen3ForCausalLM, whose
+    q_norm / k_norm are an RMSNorm over each head's head_dim (one weight shared by the heads) applied before
+    the rotary embedding, as here (OLMo 2's q_norm normalises all heads together: not this model)."""
+    return "Qwen3ForCausalLM" if cfg.qk_norm else "LlamaForCausalLM"
 
-    config = LlamaConfig(
+
+def hf_config(cfg: ModelConfig, dtype: str, *, bos_id: int | None, eos_id: int | None, pad_id: int | None):
+    from transformers import LlamaConfig, Qwen3Config
+
+    common = dict(
         vocab_size=cfg.vocab_size, hidden_size=cfg.d_model, intermediate_size=cfg.ffn_hidden,
         num_hidden_layers=cfg.n_layers, num_attention_heads=cfg.n_heads, num_key_value_heads=cfg.n_kv_heads,
         head_dim=cfg.head_dim, max_position_embeddings=cfg.max_seq_len, rms_norm_eps=cfg.norm_eps,
         rope_theta=cfg.rope_theta, hidden_act="silu", tie_word_embeddings=False, attention_bias=False,
-        mlp_bias=False, initializer_range=cfg.init_std, bos_token_id=bos_id, eos_token_id=eos_id,
-        pad_token_id=pad_id, architectures=["LlamaForCausalLM"], dtype=dtype)
-    return config
+        initializer_range=cfg.init_std, bos_token_id=bos_id, eos_token_id=eos_id,
+        pad_token_id=pad_id, architectures=[hf_architecture(cfg)], dtype=dtype)
+    if cfg.qk_norm:
+        return Qwen3Config(**common, use_sliding_window=False)
+    return LlamaConfig(**common, mlp_bias=False)
 
 
 # -- safetensors, sharded when big ---------------------------------------------------------------------

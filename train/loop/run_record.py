@@ -41,6 +41,11 @@ MUTABLE = {"checkpoint": None, "log": None, "eval": {"every", "leakage"}, "data"
            # Spike handling may be switched on for a resumed run (what it skips is recorded in the run).
            "train": {"on_spike", "spike_window", "spike_min_history", "spike_loss_z", "spike_grad_norm_z",
                      "spike_min_rel", "spike_rollback_skip", "spike_max_rollbacks"}}
+# Keys added after runs were recorded without them, with the value such a run trained with (its config.json
+# lacks the key): absent and that value compare equal, so the run resumes.
+LEGACY = {("model", "document_masking"): False, ("model", "document_positions"): None, ("model", "qk_norm"): False,
+          ("optimizer", "kind"): "adamw", ("optimizer", "muon_lr"): None, ("train", "ema"): 0.0}
+LEGACY_MODEL = {"document_masking": False, "document_positions": None, "qk_norm": False}
 # How the same training is spread over processes: may change between invocations (train/checkpoint/reshard.py).
 LAYOUT = {"parallel": None, "train": {"micro_batch_size", "zero_stage", "activation_checkpointing"}}
 
@@ -82,8 +87,9 @@ def _differences(old: dict, new: dict, skip: dict = MUTABLE) -> list[str]:
             for key in sorted(set(a) | set(b)):
                 if skip.get(section) and key in skip[section]:
                     continue
-                if a.get(key) != b.get(key):
-                    diffs.append(f"{section}.{key}: {a.get(key)!r} -> {b.get(key)!r}")
+                av, bv = (d.get(key, LEGACY.get((section, key))) for d in (a, b))
+                if av != bv:
+                    diffs.append(f"{section}.{key}: {av!r} -> {bv!r}")
         elif a != b:
             diffs.append(f"{section}: {a!r} -> {b!r}")
     return diffs
@@ -101,6 +107,8 @@ def prepare(run: Path, config_path: str, resolved: dict, manifest, invocation: d
         old = json.loads(cfg_json.read_text())
         skip = {**MUTABLE, **{k: (None if v is None else v | (MUTABLE.get(k) or set())) for k, v in LAYOUT.items()}}
         diffs = _differences(old["config"], resolved["config"], skip)
+        if isinstance(old.get("model"), dict) and isinstance(resolved.get("model"), dict):
+            old["model"] = {**LEGACY_MODEL, "eos_id": resolved["model"].get("eos_id"), **old["model"]}
         for key in ("model", "seq_len", "vocab_size"):
             if old.get(key) != resolved.get(key):
                 diffs.append(f"{key}: {old.get(key)!r} -> {resolved.get(key)!r}")

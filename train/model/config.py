@@ -21,6 +21,22 @@ class ModelConfig:
     init_std: float = 0.02
     vocab_multiple: int = 64
     seed: int = 1234
+    # Packed rows hold several documents, each ending with eos_id. document_masking: a token attends only to
+    # earlier tokens of its own document; document_positions: rotary positions restart at 0 at each document
+    # (None: the same as document_masking). Both off: the row is one causal sequence.
+    document_masking: bool = False
+    document_positions: bool | None = None
+    eos_id: int = 3
+    qk_norm: bool = False            # RMSNorm over each head's query and key before the rotary embedding
+
+    @property
+    def restart_positions(self) -> bool:
+        return self.document_masking if self.document_positions is None else self.document_positions
+
+    @property
+    def packs_documents(self) -> bool:
+        """Whether the layers pass (hidden, document index, position) instead of the hidden states alone."""
+        return self.document_masking or self.restart_positions
 
     @property
     def head_dim(self) -> int:

@@ -8,6 +8,10 @@ RMSNorm, rotary embeddings, SwiGLU's activation and product, the residual adds.
 
 Attention: in bf16 on a GPU only SDPA's flash backend is left enabled, so a shape flash cannot run fails
 loudly instead of falling back to a slower kernel; the backend is written in run.json.
+
+Document masking (``model.document_masking``): on a GPU, flex attention with a block mask built from each
+row's document ids (no T x T tensor; compiled by torch.compile); elsewhere SDPA with a boolean block-diagonal
+causal mask. Chosen once at start-up (``document_kernel``), written in run.json and said on the console.
 """
 from __future__ import annotations
 
@@ -42,3 +46,22 @@ def attention_backend(precision: str) -> str:
         torch.backends.cuda.enable_flash_sdp(True)
         return "flash"
     return "default"            # fp32: flash has no fp32 kernel; SDPA picks memory-efficient or math
+
+
+def document_kernel(masking: bool) -> str | None:
+    """Fix how attention keeps tokens to their documents in this process (train/model/transformer.py's
+    DOCUMENT_KERNEL) and name it; None when document masking is off."""
+    from train.model import transformer
+
+    if not masking:
+        return None
+    if torch.cuda.is_available():
+        try:
+            from torch.nn.attention.flex_attention import create_block_mask, flex_attention  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            transformer.DOCUMENT_KERNEL = "flex"
+            return "flex attention, block mask from the document ids (no T x T mask)"
+    transformer.DOCUMENT_KERNEL = "sdpa_mask"
+    return "SDPA with a block-diagonal causal mask"

@@ -10,6 +10,14 @@ exactly what the pipeline stages are cut from (``train/engine/pipeline_stages.py
 the tensor-parallel layers of ``train/parallel/tensor_parallel.py``; with no tensor-parallel group they are
 plain linear layers, so ``Llama(cfg)`` is the ordinary single-process model.
 
+Packed rows (``document_masking``, ``document_positions``): a row holds several documents, each ending with the
+end-of-document id. ``Embedding`` then returns ``(hidden, document, position)``: per token the index of its
+document in the row and its position in that document; each ``Block`` passes the triple on (the pipeline
+engine sends the integer tensors between stages beside the hidden states) and ``Head`` takes the hidden
+states. Attention keeps a token to the earlier tokens of its own document (a block-diagonal causal mask, or on
+a GPU flex attention's block mask, which never materialises T x T: ``DOCUMENT_KERNEL``), and rotary embeddings
+use the positions within the document.
+
 Initialization is deterministic per parameter and independent of the parallel layout: every weight is
 drawn in full from a generator seeded by (seed, parameter name) and each tensor-parallel rank keeps its
 slice. One process and eight start from the same numbers.
@@ -92,6 +100,52 @@ def rope_cos_sin(seq_len: int, head_dim: int, theta: float, device, dtype):
     return _ROPE_CACHE[key]
 
 
+def document_layout(ids: torch.Tensor, eos_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per token of ids [B, T]: the index of its document in the row and its position within that document. A
+    document starts at the row's first token and after every eos_id (the eos belongs to the document it ends)."""
+    start = torch.ones_like(ids, dtype=torch.bool)
+    start[:, 1:] = ids[:, :-1] == eos_id
+    idx = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
+    document = start.long().cumsum(1) - 1
+    position = idx - torch.cummax(torch.where(start, idx, torch.zeros_like(idx)), dim=1).values
+    return document, position
+
+
+# How attention keeps tokens to their documents, chosen once per process (train/model/kernels.py):
+# "sdpa_mask": SDPA with a boolean block-diagonal causal mask [B, 1, T, T] (CPU, and any device);
+# "flex": flex attention with a block mask built from the document ids (GPU; no T x T tensor).
+DOCUMENT_KERNEL = "sdpa_mask"
+
+
+def document_attention(q, k, v, document: torch.Tensor, gqa: bool) -> torch.Tensor:
+    """Causal attention within documents: q [B, H, T, D], k and v [B, H_kv, T, D], document [B, T]."""
+    if DOCUMENT_KERNEL == "flex":
+        from torch.nn.attention.flex_attention import flex_attention
+
+        return flex_attention(q, k, v, block_mask=_flex_block_mask(document), enable_gqa=gqa)
+    T = q.shape[2]
+    causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+    mask = (document[:, None, :, None] == document[:, None, None, :]) & causal
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+
+
+_BLOCK_MASK: list = [None, None]     # (key of the document tensor, its block mask): built once per stage forward
+
+
+@torch.compiler.disable
+def _flex_block_mask(document: torch.Tensor):
+    from torch.nn.attention.flex_attention import create_block_mask
+
+    key = (document.data_ptr(), document._version, tuple(document.shape))
+    if _BLOCK_MASK[0] != key:
+        B, T = document.shape
+
+        def same_document_causal(b, h, q_idx, kv_idx):
+            return (document[b, q_idx] == document[b, kv_idx]) & (q_idx >= kv_idx)
+        _BLOCK_MASK[:] = [key, create_block_mask(same_document_causal, B, None, T, T, device=document.device)]
+    return _BLOCK_MASK[1]
+
+
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     x1, x2 = x.chunk(2, dim=-1)
     return torch.cat((-x2, x1), dim=-1)
@@ -113,20 +167,42 @@ class Attention(nn.Module):
         self.k_proj = ColumnParallelLinear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, group)
         self.v_proj = ColumnParallelLinear(cfg.d_model, cfg.n_kv_heads * cfg.head_dim, group)
         self.o_proj = RowParallelLinear(cfg.n_heads * cfg.head_dim, cfg.d_model, group)
+        if cfg.qk_norm:                      # one weight over head_dim, shared by the heads (replicated across ranks)
+            self.q_norm = RMSNorm(cfg.head_dim, cfg.norm_eps)
+            self.k_norm = RMSNorm(cfg.head_dim, cfg.norm_eps)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, document: torch.Tensor | None = None,
+                position: torch.Tensor | None = None) -> torch.Tensor:
         B, T, _ = x.shape
         x = copy_to_tp(x, self.group)
         q = self.q_proj(x).view(B, T, self.n_heads, self.head_dim)
         k = self.k_proj(x).view(B, T, self.n_kv_heads, self.head_dim)
         v = self.v_proj(x).view(B, T, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if self.cfg.qk_norm:                 # per head, before the rotation (Qwen3)
+            q, k = self._head_norm(self.q_norm, q), self._head_norm(self.k_norm, k)
         cos, sin = rope_cos_sin(T, self.head_dim, self.cfg.rope_theta, x.device, q.dtype)
+        if position is not None and self.cfg.restart_positions:
+            cos, sin = cos[position].unsqueeze(2), sin[position].unsqueeze(2)     # [B, T, 1, dim]
+        else:
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         # Rotated while [B, T, heads, dim] is still contiguous (cos, sin broadcast over heads), then transposed.
-        cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
         q, k = apply_rope(q, cos, sin).transpose(1, 2), apply_rope(k, cos, sin).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           enable_gqa=self.n_kv_heads != self.n_heads)
+        gqa = self.n_kv_heads != self.n_heads
+        if document is not None and self.cfg.document_masking:
+            y = document_attention(q, k, v, document, gqa)
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=gqa)
         return self.o_proj(y.transpose(1, 2).reshape(B, T, self.n_heads * self.head_dim))
+
+
+    def _head_norm(self, norm: RMSNorm, x: torch.Tensor) -> torch.Tensor:
+        """RMSNorm over each head's dim. The weight is shared by all heads but each tensor-parallel rank holds
+        only some heads, so its gradient is summed over the group in backward (copy_to_tp): every rank then
+        holds the full gradient of the replicated weight."""
+        dtype = x.dtype
+        x = x.float()
+        x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + norm.eps)
+        return copy_to_tp(norm.weight, self.group) * x.to(dtype)
 
 
 class MLP(nn.Module):
@@ -149,11 +225,15 @@ class Embedding(nn.Module):
 
     def __init__(self, cfg: ModelConfig, group=None):
         super().__init__()
+        self.cfg = cfg
         self.embed_tokens = VocabParallelEmbedding(cfg.padded_vocab, cfg.d_model, group)
         init_parameters(self, "embed", cfg)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.embed_tokens(ids)
+    def forward(self, ids: torch.Tensor):
+        x = self.embed_tokens(ids)
+        if not self.cfg.packs_documents:
+            return x
+        return (x, *document_layout(ids, self.cfg.eos_id))
 
 
 class Block(nn.Module):
@@ -168,7 +248,11 @@ class Block(nn.Module):
         self.mlp = MLP(cfg, group)
         init_parameters(self, f"layers.{layer_idx}", cfg)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x):
+        if isinstance(x, tuple):             # packed documents: (hidden, document, position) in and out
+            h, document, position = x
+            h = h + self.self_attn(self.input_layernorm(h), document, position)
+            return h + self.mlp(self.post_attention_layernorm(h)), document, position
         x = x + self.self_attn(self.input_layernorm(x))
         return x + self.mlp(self.post_attention_layernorm(x))
 
@@ -188,7 +272,9 @@ class Head(nn.Module):
         self.pad_from = min(per, max(0, cfg.vocab_size - self.vocab_start))
         init_parameters(self, "head", cfg)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x) -> torch.Tensor:
+        if isinstance(x, tuple):
+            x = x[0]
         logits = self.lm_head(copy_to_tp(self.norm(x), self.group))
         if self.pad_from < logits.shape[-1]:
             logits[..., self.pad_from:] = float("-inf")

@@ -40,7 +40,7 @@ from train_fixtures import EQUIVALENCE_EPS, REPO, WEIGHT_ATOL, launch, make_data
 pytestmark = pytest.mark.slow
 
 CONFIG = """
-model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64}
+model: {n_layers: 2, d_model: 64, n_heads: 4, n_kv_heads: 2, ffn_hidden: 128, vocab_multiple: 64, document_masking: true}
 train: {steps: 20, micro_batch_size: 2, global_batch_size: 8, seed: 7}
 optimizer: {lr: 3.0e-3, min_lr: 3.0e-4, grad_clip: 0.5, eps: EPS, z_loss: 1.0e-3}
 schedule: {kind: cosine, warmup_steps: 2}

@@ -224,3 +224,43 @@ def test_compare_tolerance_and_greedy_ties():
     assert tie["passed"] and tie["greedy"][1]["tie"]
     split = compare(ref, Outputs([torch.zeros(3, 10)], [[9, 5], [6, 7]]), probes, prompts)
     assert not split["passed"] and "greedy generation 0 differs from token 0" in split["failures"][0]
+
+
+@pytest.mark.trainer
+def test_document_masking_and_qk_norm_export_to_qwen3_with_the_same_logits(runs, tmp_path):
+    """A run with every new model option on (intra-document attention, QK-norm), trained with TP=2 (the
+    per-head norm's weight is shared by heads split over ranks): its export is a Qwen3ForCausalLM (q_norm /
+    k_norm: RMSNorm over each head's dim before RoPE, as ours) and gives the training model's logits on a
+    document; the export's own check passes on single-document probes. Control: the same weights read as a
+    Llama (no q_norm / k_norm) give other logits."""
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    from export_fixtures import CONFIG, train_run
+    from train.export import weights
+
+    cfg_path = tmp_path / "qk.yaml"
+    cfg_path.write_text(CONFIG.replace("vocab_multiple: 64}", "vocab_multiple: 64, document_masking: true, "
+                                                              "qk_norm: true}"))
+    run = train_run(tmp_path, runs["manifest"], cfg_path, "qk", 2, 1)
+    out = tmp_path / "qk-export"
+    r = export_cli(run, "--out", out)
+    assert r.returncode == 0 and "consistency: PASSED" in r.stdout, r.stdout[-3000:] + r.stderr[-3000:]
+    hf_cfg = json.loads((out / "config.json").read_text())
+    assert hf_cfg["architectures"] == ["Qwen3ForCausalLM"] and hf_cfg["head_dim"] == 16
+    ckpt = weights.find_checkpoint(run)
+    sd = weights.merge_checkpoint(ckpt)
+    assert not torch.equal(sd["layers.0.self_attn.q_norm.weight"], torch.ones(16))     # trained: it matters
+    ours = weights.load_reference_model(ckpt.model_cfg, sd)
+    hf = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32).eval()
+    eos, vocab = ckpt.model_cfg.eos_id, ckpt.model_cfg.vocab_size
+    ids = torch.randint(4, vocab, (2, 24), generator=torch.Generator().manual_seed(1))
+    assert not (ids == eos).any()
+    with torch.no_grad():
+        a = ours(ids)[0][..., :vocab]
+        b = hf(ids).logits
+        plain = LlamaForCausalLM(LlamaConfig(**{k: v for k, v in hf_cfg.items() if k not in ("architectures",
+                                                                                          "model_type")}))
+        plain.load_state_dict(hf.state_dict(), strict=False)
+        c = plain.eval()(ids).logits
+    assert (a - b).abs().max().item() <= 1e-4 * max(1.0, a.abs().max().item())
+    assert (a - c).abs().max().item() > 1e-3
