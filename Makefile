@@ -442,6 +442,23 @@ demo-ablate: setup
 	$(SPARK_ENV) $(PY) -m ablation.planted --prose examples/sample/books/tinyshakespeare.jsonl.gz --out data/ablate-demo/planted --spam-docs 800
 	$(SPARK_ENV) $(GLASSBOX) ablate examples/ablate/demo.yaml
 
+# The mixture by experiment (mixsearch/; docs/mixture-search.md): a swarm of proxies on mixtures drawn around the
+# natural token shares, scored in bits per byte on held-out targets, a mixing law fitted per target, the proposal
+# under the repetition cap, checked against the natural mix and the DoReMi step. Rerun to continue.
+#   make mix-search SPEC=examples/mix-search/sample.yaml
+#   make demo-mix-search     the bundled sample: 20 proxies, the fit, 9 verify proxies, the report
+.PHONY: mix-search demo-mix-search
+mix-search: setup
+	$(if $(SPEC),,$(error make mix-search needs SPEC=<search spec>, e.g. SPEC=examples/mix-search/sample.yaml))
+	$(GLASSBOX) mix-search $(SPEC)
+
+demo-mix-search: setup
+	@test -f $(DATA)/tokenized/counts.json || { \
+	  $(MAKE) --no-print-directory clean-dedup CONFIG=examples/sample.yaml DATA=$(DATA) && \
+	  $(MAKE) --no-print-directory tokenize CONFIG=examples/sample.yaml DATA=$(DATA); }
+	@test -f $(DATA)/manifests/sample.json || $(MAKE) --no-print-directory mix MIX=mixes/sample.yaml DATA=$(DATA)
+	$(GLASSBOX) mix-search examples/mix-search/sample.yaml
+
 # The quality classifiers' ablations (docs/quality.md): English and Chinese web, filtered by the default classifier,
 # by a random drop of the same share and (English) by the other candidates; proxies scored on held-out prose per
 # kind, (English) the instruction data's evaluation quarter and held-out web. The evaluation files come from the
