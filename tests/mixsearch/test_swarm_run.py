@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures import make_data, spec_text
+from mixsearch_fixtures import make_data, spec_text
 from train_fixtures import REPO
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
