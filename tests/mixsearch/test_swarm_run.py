@@ -1,4 +1,4 @@
-"""glassbox mix-search on a tiny real corpus (tests/mixsearch/fixtures.py): a swarm of real proxies killed while it
+"""glassbox mix-search on a tiny real corpus (tests/mixsearch/mixsearch_fixtures.py): a swarm of real proxies killed while it
 trains and run again (no finished proxy trains twice; one row per proxy), the fit and report from its file; mixture
 reuse with a third source (the searched pair frozen as one virtual domain); and the verify step's verdicts."""
 from __future__ import annotations
