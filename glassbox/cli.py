@@ -18,6 +18,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "report": ("train.record.report", "one self-contained HTML page of a run, optionally against another: RUN"),
     "trace": ("train.record.trace", "the documents of one step's batch: RUN --step N"),
     "export": ("train.export.export", "a run's checkpoint as a Hugging Face model (and GGUF files): RUN --out DIR"),
+    "merge": ("train.export.merge", "the last K checkpoints of a run averaged into a run folder: RUN --last K --out DIR"),
     "evaluate": ("train.evaluation.evaluate", "held-out perplexity, lm-eval tasks, blind comparison: SUBCOMMAND MODEL"),
     "serve": ("train.serving.serve", "an OpenAI-compatible server for an exported model or a GGUF file: MODEL"),
     "batch": ("train.serving.batch", "resumable batch inference against a server: INPUT.jsonl OUTPUT.jsonl --url"),

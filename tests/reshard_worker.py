@@ -16,10 +16,14 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from train.config import load_config
-from train.data.manifest import read_manifest
-from train.plan import resolve
-from train.pretrain import build_engine, init_distributed
+# Run as a script, Python puts tests/ first on the path, where tests/train/ (no __init__) would be taken for the
+# train package when the project is installed through an editable finder rather than a path entry.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from train.config import load_config  # noqa: E402
+from train.data.manifest import read_manifest  # noqa: E402
+from train.plan import resolve  # noqa: E402
+from train.pretrain import build_engine, init_distributed  # noqa: E402
 
 
 def main(argv):

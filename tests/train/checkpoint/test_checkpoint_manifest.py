@@ -156,3 +156,30 @@ def test_a_damaged_checkpoint_is_named_and_the_run_resumes_from_the_one_before(s
     assert "resuming from step 6" in r.stdout
     assert _losses(run) == _losses(ref)
     assert store.verify(store.checkpoints_dir(run) / store.tag_for(9)) is None    # rewritten whole
+
+
+@pytest.mark.trainer
+def test_merge_averages_the_last_checkpoints_into_a_run_that_exports(setup, tmp_path):
+    """glassbox merge: the mean of the last K whole checkpoints' weights (and any weighting), written as a run
+    folder whose checkpoint export reads like any run's and whose held-out loss is computed on the run's own
+    held-out documents."""
+    from train.export import merge, weights
+
+    ref = setup[3]
+    six, nine = (store.load_llama_state_dict(store.checkpoints_dir(ref) / store.tag_for(s), 2) for s in (6, 9))
+    assert merge.main([str(ref), "--last", "2", "--out", str(tmp_path / "m2")]) == 0
+    ck = weights.find_checkpoint(tmp_path / "m2")
+    assert ck.step == 9 and ck.info["merged"]["steps"] == [6, 9] and store.verify(ck.path) is None
+    merged = weights.merge_checkpoint(ck)
+    for k in six:
+        want = ((six[k].double() + nine[k].double()) / 2).float()
+        assert torch.equal(merged[k], want), k
+    assert merge.main([str(ref), "--last", "2", "--out", str(tmp_path / "m10"), "--weights", "1,0"]) == 0
+    only_six = weights.merge_checkpoint(weights.find_checkpoint(tmp_path / "m10"))
+    assert all(torch.equal(only_six[k], six[k]) for k in six)
+    # the last checkpoint's held-out loss is the one the run logged at its step: the evaluation reads the run's data
+    last = merge.heldout(ref, store.checkpoints_dir(ref) / store.tag_for(9))
+    logged = [r for r in read_metrics(ref, None) if r["kind"] == "val" and r["step"] == 9][0]["val_loss"]
+    assert last["loss"] == pytest.approx(logged, rel=1e-5) and last["bpb"] > 0
+    assert merge.heldout(tmp_path / "m2", ck.path)["loss"] != pytest.approx(last["loss"], rel=1e-6)
+    assert merge.main([str(ref), "--last", "3", "--out", str(tmp_path / "m3")]) == 2      # only 2 kept
