@@ -91,12 +91,18 @@ def build_engine(cfg, mcfg: ModelConfig):
     pipe = build_pipeline(mcfg, topo, group, o.z_loss, t_cfg.activation_checkpointing)
     if compiled(cfg):
         compile_blocks(pipe)
-    decay = [p for p in pipe.parameters() if p.ndim >= 2]
-    no_decay = [p for p in pipe.parameters() if p.ndim < 2]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                                   {"params": no_decay, "weight_decay": 0.0}],
-                                  lr=o.lr, betas=tuple(o.betas), eps=o.eps,
-                                  **({"fused": True} if o.fused else {"foreach": False}))
+    if o.kind == "muon":                 # Muon on the blocks' matrices, AdamW on the rest (train/engine/muon.py)
+        from train.engine.muon import MuonAdamW, param_groups
+
+        optimizer = MuonAdamW(param_groups(pipe, o), lr=o.lr, betas=tuple(o.betas), eps=o.eps,
+                              momentum=o.muon_momentum)
+    else:
+        decay = [p for p in pipe.parameters() if p.ndim >= 2]
+        no_decay = [p for p in pipe.parameters() if p.ndim < 2]
+        optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
+                                       {"params": no_decay, "weight_decay": 0.0}],
+                                      lr=o.lr, betas=tuple(o.betas), eps=o.eps,
+                                      **({"fused": True} if o.fused else {"foreach": False}))
     bf16 = t_cfg.precision == "bf16"
     ds_config = {
         "train_batch_size": t_cfg.global_batch_size, "train_micro_batch_size_per_gpu": t_cfg.micro_batch_size,
@@ -124,6 +130,11 @@ def kernels(cfg) -> dict:
     out = {"engine": "single_stage" if cfg.parallel.pp == 1 else "pipeline", "compile": compiled(cfg),
            "attention": attention_backend(cfg.train.precision),
            "optimizer": "AdamW (fused)" if cfg.optimizer.fused else "AdamW (loop)"}
+    o = cfg.optimizer
+    if o.kind == "muon":                     # each group's learning rate and decay on the record
+        out["optimizer"] = (f"Muon on the block matrices (lr {o.muon_lr:g} x schedule / optimizer.lr, momentum "
+                            f"{o.muon_momentum:g}, weight decay {o.weight_decay:g}) + AdamW on embeddings and head "
+                            f"(lr {o.lr:g}, weight decay {o.weight_decay:g}) and norms (lr {o.lr:g}, no decay)")
     documents = document_kernel(cfg.model.document_masking)
     if documents:                            # chosen at start-up: flex attention on a GPU, SDPA's mask elsewhere
         out["document_masking"] = documents
@@ -596,7 +607,7 @@ class Training:
         lr = lr_at(step, kind=cfg.schedule.kind, lr=o.lr, min_lr=o.min_lr, warmup_steps=cfg.schedule.warmup_steps,
                    total_steps=self.plan.horizon, decay_fraction=cfg.schedule.decay_fraction)
         for g in engine.optimizer.param_groups:
-            g["lr"] = lr
+            g["lr"] = lr * g.get("lr_scale", 1.0)        # Muon's group runs at its own scale of the schedule
         batches = self.loader.train(data_step) if self.loads_data else None
         if self.faults:
             batches = self.faults.batches(data_step, batches)
