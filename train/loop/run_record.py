@@ -44,7 +44,7 @@ MUTABLE = {"checkpoint": None, "log": None, "eval": {"every", "leakage"}, "data"
 # Keys added after runs were recorded without them, with the value such a run trained with (its config.json
 # lacks the key): absent and that value compare equal, so the run resumes.
 LEGACY = {("model", "document_masking"): False, ("model", "document_positions"): None, ("model", "qk_norm"): False,
-          ("optimizer", "kind"): "adamw", ("optimizer", "muon_lr"): None, ("train", "ema"): 0.0}
+          ("optimizer", "kind"): "adamw", ("optimizer", "muon_lr"): 0.02, ("optimizer", "muon_momentum"): 0.95}
 LEGACY_MODEL = {"document_masking": False, "document_positions": None, "qk_norm": False}
 # How the same training is spread over processes: may change between invocations (train/checkpoint/reshard.py).
 LAYOUT = {"parallel": None, "train": {"micro_batch_size", "zero_stage", "activation_checkpointing"}}
