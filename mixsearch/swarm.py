@@ -189,9 +189,17 @@ def train_and_score(jobs: list[dict], spec: SearchSpec, plan: dict, targets: Tar
     lock = threading.Lock()
     results: dict[str, dict] = {}
 
+    failed: dict[str, str] = {}
+
     def one(i: int, job: dict) -> None:
-        got = proxy.train(job["run"], spec.proxy.config, job["manifest"], job["seed"], plan["steps"],
-                          plan["world_size"], os.path.join(out, "logs", f"{job['name']}.log"), env)
+        try:
+            got = proxy.train(job["run"], spec.proxy.config, job["manifest"], job["seed"], plan["steps"],
+                              plan["world_size"], os.path.join(out, "logs", f"{job['name']}.log"), env)
+        except RuntimeError as e:        # the others go on; a rerun trains this one again
+            failed[job["name"]] = str(e)
+            say(f"{label} {i + 1}/{len(jobs)} {job['name']}: FAILED (its log: "
+                f"{os.path.join(out, 'logs', job['name'] + '.log')})")
+            return
         losses = targets.score(job["run"])
         row = {"run": job["name"], "weights": job["weights"], "tokens": plan["tokens"], "seed": job["seed"],
                "losses": losses, **job.get("extra", {})}
@@ -204,6 +212,11 @@ def train_and_score(jobs: list[dict], spec: SearchSpec, plan: dict, targets: Tar
 
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(lambda ij: one(*ij), enumerate(jobs)))
+    if failed:
+        first = next(iter(failed.values()))
+        raise RuntimeError(f"{len(failed)} of {len(jobs)} proxies failed ({', '.join(sorted(failed))}); the others "
+                           f"are done and kept, rerun the same command to train the failed ones again. The first:\n"
+                           f"{first}")
     return results
 
 
