@@ -6,11 +6,14 @@ files (issue 32: two classifiers at no less than 0.8 x the per-byte speed of one
 Reads the cleaned documents of a pipeline run (`make demo` makes data/sample: English and Chinese). Record level,
 in one process: the score stage's own batch function (pipeline/score/batches.py: classifiers, then KenLM) over the
 same Arrow batch, repeated up to --min-mb of text, with `one` (English only, as before per-language models: other
-languages unscored) and `two` (English and Chinese) classifier configs, alternated --rounds times; and each model
-alone. With --stage, jobs/score.py on Spark local[width] with each config, twice each (the first warms the JVM).
+languages unscored), `two` (English and Chinese) and `two_fasttext_kind` (the English model brought as `kind:
+fasttext` with DCLM's preparation) classifier configs, alternated --rounds times; and each model alone. With
+--stage, jobs/score.py on Spark local[width] with each config, twice each (the first warms the JVM).
 With --baseline-tree (a checkout of an earlier commit's pipeline/, glassbox/ and quality_models/default/, e.g.
 `git archive 275eff9 pipeline glassbox quality_models/default | tar -x -C build/main-tree`), that tree's score batch
-function with its default config against this tree's `two`, each round in two fresh processes in alternating order.
+function with its default config against this tree's `two`, each round in two fresh processes in alternating order,
+timed in wall seconds and in the process's CPU seconds (the cost per core, steadier on a shared machine), and the
+English classifier alone in CPU seconds.
 Results in build/bench/score.json; a ratio is two / one (or / baseline) in MB/s, median and range over rounds.
 """
 from __future__ import annotations
@@ -38,6 +41,10 @@ CONFIGS = {
     "one": [{"model": f"{DEFAULT}/quality_en.ftz", "languages": ["en"], "column": "quality_en"}],
     "two": [{"model": f"{DEFAULT}/quality_en.ftz", "languages": ["en"], "column": "quality_en"},
             {"model": f"{DEFAULT}/quality_zh.ftz", "languages": ["zh"], "column": "quality_zh"}],
+    # the same English model brought as a fastText model trained elsewhere: its label named, DCLM's preparation
+    "two_fasttext_kind": [{"model": f"{DEFAULT}/quality_en.ftz", "kind": "fasttext", "languages": ["en"],
+                           "column": "quality_en", "positive_label": "__label__hq", "preprocess": "dclm"},
+                          {"model": f"{DEFAULT}/quality_zh.ftz", "languages": ["zh"], "column": "quality_zh"}],
 }
 
 
@@ -69,10 +76,19 @@ score = {} if own else {"classifiers": json.loads(sys.argv[5])}
 cfg = parse_config({"sources": {"x": {"format": "text", "paths": ["pipeline/__init__.py"]}}, "score": score},
                    base=Path(tree))
 list(score_partition(cfg.score, batch.schema)(iter([batch.slice(0, 40)])))
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 list(score_partition(cfg.score, batch.schema)(iter([batch])))
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 mb = sum(len(x.encode()) for x in batch.column("text").to_pylist()) / 1e6
-print(json.dumps(mb / (time.perf_counter() - t0)))
+# the English classifier alone (the kind a fastText model is scored by), CPU time: the cost per core on a busy machine
+from pipeline.score.quality import get_classifier
+texts = [x for x, l in zip(batch.column("text").to_pylist(), batch.column("lang").to_pylist()) if l == "en"]
+clf = get_classifier("quality_models/default/quality_en.ftz")
+c0 = time.process_time()
+clf.predict_proba(texts, ["en"] * len(texts))
+en_mb = sum(len(x.encode()) for x in texts) / 1e6
+en_cpu = time.process_time() - c0
+print(json.dumps({"mb_per_s": mb / wall, "mb_per_cpu_s": mb / cpu, "en_classifier_mb_per_cpu_s": en_mb / en_cpu}))
 """
 
 
@@ -86,15 +102,19 @@ def against_baseline(tree: Path, cleaned: Path, rounds: int, min_mb: float) -> d
         r = subprocess.run(args, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)})
         if r.returncode:
             sys.exit(f"{which} run failed:\n{r.stderr[-2000:]}")
-        return round(json.loads(r.stdout.strip().splitlines()[-1]), 3)
+        return {k: round(v, 3) for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
 
     got = {"baseline": [], "two": []}
     for k in range(rounds):
         for which in (("baseline", "two") if k % 2 == 0 else ("two", "baseline")):
             got[which].append(one(which))
-    ratios = [t / b for b, t in zip(got["baseline"], got["two"])]
-    return {"mb_per_s": got, "ratio_two_over_baseline": {"median": round(statistics.median(ratios), 3),
-                                                         "min": round(min(ratios), 3), "max": round(max(ratios), 3)}}
+    out = {}
+    for key in got["two"][0]:   # wall MB/s, MB per CPU second (the cost per core), the English classifier alone
+        ratios = [t[key] / b[key] for b, t in zip(got["baseline"], got["two"])]
+        out[key] = {"baseline": [b[key] for b in got["baseline"]], "two": [t[key] for t in got["two"]],
+                    "ratio_two_over_baseline": {"median": round(statistics.median(ratios), 3),
+                                                "min": round(min(ratios), 3), "max": round(max(ratios), 3)}}
+    return out
 
 
 def main() -> None:
@@ -125,6 +145,7 @@ def main() -> None:
         for name in CONFIGS:
             rounds[name].append(round(mb / record_level(batch, name), 3))
     ratios = [two / one for one, two in zip(rounds["one"], rounds["two"])]
+    kind_ratios = [k / two for two, k in zip(rounds["two"], rounds["two_fasttext_kind"])]
     alone = {}
     for lang in ("en", "zh"):
         idx = [i for i, l in enumerate(langs) if l == lang]
@@ -138,7 +159,10 @@ def main() -> None:
               "byte_share": {k: round(v, 3) for k, v in share.items()},
               "record_level_mb_per_s": rounds, "ratio_two_over_one": {
                   "median": round(statistics.median(ratios), 3), "min": round(min(ratios), 3),
-                  "max": round(max(ratios), 3)}, **alone}
+                  "max": round(max(ratios), 3)},
+              "ratio_fasttext_kind_over_two": {"median": round(statistics.median(kind_ratios), 3),
+                                               "min": round(min(kind_ratios), 3), "max": round(max(kind_ratios), 3)},
+              **alone}
 
     if args.baseline_tree:
         result["baseline"] = {"tree": str(args.baseline_tree), **against_baseline(args.baseline_tree, cleaned,

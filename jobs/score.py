@@ -1,10 +1,12 @@
-"""Stage 3: quality scores as columns (a fastText classifier per language: quality_<lang> and quality, the
-document's own language's score; KenLM perplexity, ppl_bucket per language).
+"""Stage 3: quality scores as columns (a classifier per language: Glassbox's fastText models, a fastText or
+Hugging Face model brought by the user; quality_<lang> and quality, the document's own language's score; KenLM
+perplexity, ppl_bucket per language; a classifier's score cut into named buckets where the config asks).
 
 The cut-offs of the buckets are percentiles of each language's perplexities over this corpus
-(30th/60th by default, as CCNet), so the stage has two unit phases: the models score every
-document (one unit per Parquet file of cleaned/), then, with the cut-offs computed over all the
-scores, each unit's documents get their bucket and the score rules decide.
+(30th/60th by default, as CCNet), and a classifier's quantile buckets are quantiles of its scores over
+this corpus, so the stage has two unit phases: the models score every document (one unit per Parquet
+file of cleaned/), then, with the cut-offs computed over all the scores, each unit's documents get their
+buckets and the score rules decide.
 """
 from __future__ import annotations
 
@@ -15,10 +17,11 @@ import time
 import pyarrow as pa
 from pyspark.sql import functions as F
 
-from pipeline.score.batches import decide_score_partition, score_columns, score_partition
-from pipeline.rows import STATUS_COLUMNS
+from pipeline.score.batches import decide_columns, decide_score_partition, score_columns, score_partition
+from pipeline.score.decisions import bucket_edges
 from pipeline.run.runner import Runner, StageSpec, fingerprint, path_identity
-from pipeline.score.distributions import ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, SCORES, distributions_of_files
+from pipeline.score.distributions import (ACCURACY, LOCAL_MAX_ROWS, REPORT_PERCENTILES, SCORES, distributions_of_files,
+                                          quantile_requests, quantiles_of_files)
 from pipeline.run.units import parquet_files, parquet_unit
 
 
@@ -50,12 +53,21 @@ def _distributions(scored, low: float, high: float) -> tuple[list[dict], dict]:
     return out, cutoffs
 
 
-def _local_distributions(spark, folder: str, low: float, high: float) -> tuple[list[dict], dict]:
+def _quantiles(scored, requests: dict) -> dict:
+    """Each bucketed classifier's quantiles over its scored documents: one aggregation (nulls left out)."""
+    if not requests:
+        return {}
+    row = scored.agg(*[F.percentile_approx(c, qs, ACCURACY).alias(c) for c, qs in requests.items()]).collect()[0]
+    return {c: (list(row[c]) if row[c] else None) for c in requests}
+
+
+def _local_distributions(spark, folder: str, low: float, high: float, requests: dict) -> tuple[list[dict], dict, dict]:
     """The same numbers for a small corpus, in one Spark task (pipeline/score/distributions.py); on a
     cluster an executor reads the scores, as it reads the units."""
     files = parquet_files(folder)
     spark.sparkContext.setJobDescription(f"score distributions: {len(files)} files in one task")
-    out = spark.sparkContext.parallelize([0], 1).map(lambda _: distributions_of_files(files, low, high)).collect()[0]
+    out = spark.sparkContext.parallelize([0], 1).map(
+        lambda _: (*distributions_of_files(files, low, high), quantiles_of_files(files, requests))).collect()[0]
     spark.sparkContext.setJobDescription(None)
     return out
 
@@ -67,11 +79,10 @@ def signal_unit(unit: dict, dirs, fp: str, score_cfg) -> dict:
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
 
-def decide_unit(unit: dict, dirs, fp: str, score_cfg, cutoffs: dict) -> dict:
+def decide_unit(unit: dict, dirs, fp: str, score_cfg, cutoffs: dict, edges: dict) -> dict:
     def transform(schema: pa.Schema):
-        out = pa.schema(list(schema) + [pa.field("ppl_bucket", pa.string())] +
-                        [pa.field(c, pa.string()) for c in STATUS_COLUMNS])
-        return decide_score_partition(score_cfg, cutoffs, schema), out
+        out = pa.schema(list(schema) + [pa.field(n, t) for n, t in decide_columns(score_cfg)])
+        return decide_score_partition(score_cfg, cutoffs, schema, edges), out
     return parquet_unit(unit["path"], transform, unit, dirs, fp)
 
 
@@ -85,20 +96,27 @@ def run(spark, cfg, data_dir: str, ctx=None):
     ctx.units_total, ctx.units_reused = signals.units_total, signals.units_reused
 
     low, high = cfg.score.bucket_percentiles
+    requests = quantile_requests(cfg.score)
     if sum(m["records_out"] for m in scored) < LOCAL_MAX_ROWS:
-        distributions, cutoffs = _local_distributions(spark, signals.dirs.out, low, high)
+        distributions, cutoffs, quantiles = _local_distributions(spark, signals.dirs.out, low, high, requests)
     else:
         scores = spark.read.parquet(signals.dirs.out).select("lang", "source", *SCORES)
         distributions, cutoffs = _distributions(scores, low, high)
+        quantiles = _quantiles(spark.read.parquet(signals.dirs.out).select(*requests), requests)
+    edges = bucket_edges(cfg.score, quantiles)
     extra = {"ppl_bucket_cutoffs": {lang: {"head_max": c[0], "middle_max": c[1]}
                                     for lang, c in sorted(cutoffs.items())},
              "bucket_percentiles": [low, high], "distributions": distributions,
-             "classifiers": [{"column": c.column, "languages": c.languages, "model": os.path.basename(c.model)}
-                             for c in cfg.score.classifiers]}
+             "classifiers": [{"column": c.column, "languages": c.languages, "kind": c.kind,
+                              "model": os.path.basename(c.model)} for c in cfg.score.classifiers]}
+    if edges:   # where each classifier's buckets were cut: the edges a mixture's buckets refer to
+        extra["buckets"] = {b: {"score": col, "edges": edges[b], "names": spec.labels(), "quantiles": spec.quantiles}
+                            for col, b, spec in cfg.score.bucketed()}
 
-    decide = ctx.sub("decide", fingerprint(ctx.fingerprint, sorted(cutoffs.items())))
+    bucket_parts = [sorted(edges.items())] if edges else []   # a config without buckets keeps its fingerprint
+    decide = ctx.sub("decide", fingerprint(ctx.fingerprint, sorted(cutoffs.items()), *bucket_parts))
     markers = decide.run_units(decide.parquet_units(signals.dirs.out),
-                               functools.partial(decide_unit, score_cfg=cfg.score, cutoffs=cutoffs))
+                               functools.partial(decide_unit, score_cfg=cfg.score, cutoffs=cutoffs, edges=edges))
     stats = decide.commit("scored", markers, t0, input_desc=src, extra=extra,
                           units=(signals.units_total, signals.units_reused))
     signals.discard()

@@ -16,8 +16,8 @@ from pipeline.clean.settings import CleanConfig
 from pipeline.dedup.settings import DedupConfig
 from pipeline.extract.engines import ENGINES
 from pipeline.extract.settings import ExtractConfig
-from pipeline.models import ModelError
-from pipeline.score.quality import check_labels
+from pipeline.models import ClassifierError, ModelError
+from pipeline.score.classifiers import check_classifier
 from pipeline.score.settings import ScoreConfig
 from pipeline.tokenize.settings import Benchmark, DecontamConfig, TokenizeConfig
 from pipeline.read.storage import InputFile, StorageError, glob_inputs, is_url
@@ -209,11 +209,13 @@ def _build_score(raw: Any, base: Path) -> ScoreConfig:
     score.kenlm_dir = str(_resolve(base if "kenlm_dir" in given else Path.cwd(), score.kenlm_dir))
     for i, c in enumerate(score.classifiers):
         c.model = str(_resolve(base if "classifiers" in given else Path.cwd(), c.model))
-        if not Path(c.model).is_file():
+        if not Path(c.model).exists():
             raise ConfigError(f"score.classifiers[{i}].model: {c.model} not found; run `make quality-models` or "
                               "train one with `glassbox train-classifier` (docs/quality.md)")
         try:
-            check_labels(c.model)
+            check_classifier(c)
+        except ClassifierError as e:
+            raise ConfigError(f"score.classifiers[{i}].{e.key}: {e}") from None
         except ModelError as e:
             raise ConfigError(f"score.classifiers[{i}].model: {e}") from None
     return score

@@ -7,6 +7,7 @@ one kind of message.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 import threading
@@ -15,6 +16,14 @@ from pathlib import Path
 
 class ModelError(RuntimeError):
     """A model file is missing, unreadable or not the model it claims to be."""
+
+
+class ClassifierError(ModelError):
+    """A classifier the config names cannot serve, because of the setting `key` (model, positive_label, ...)."""
+
+    def __init__(self, key: str, message: str):
+        super().__init__(message)
+        self.key = key
 
 
 def require_file(path: str | os.PathLike, what: str, fix: str = "run `make quality-models` to build it") -> Path:
@@ -48,12 +57,15 @@ class _Reader:
     def __init__(self, data: bytes):
         self.data, self.pos = data, 0
 
-    def take(self, n: int) -> bytes:
+    def skip(self, n: int) -> None:
         if n < 0 or self.pos + n > len(self.data):
             raise ModelError(f"truncated at byte {len(self.data)} (needs {self.pos + max(n, 0)})")
-        chunk = self.data[self.pos:self.pos + n]
         self.pos += n
-        return chunk
+
+    def take(self, n: int) -> bytes:
+        start = self.pos
+        self.skip(n)
+        return self.data[start:self.pos]
 
     def unpack(self, fmt: str):
         return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
@@ -61,21 +73,21 @@ class _Reader:
 
 def _skip_product_quantizer(r: _Reader) -> None:
     dim, _nsubq, _dsub, _lastdsub = r.unpack("4i")
-    r.take(4 * dim * 256)  # centroids: dim × ksub floats
+    r.skip(4 * dim * 256)  # centroids: dim × ksub floats
 
 
 def _skip_matrix(r: _Reader, quantized: bool) -> None:
     if not quantized:
         m, n = r.unpack("2q")
-        r.take(4 * m * n)
+        r.skip(4 * m * n)
         return
     (qnorm,) = r.unpack("?")
     m, _n = r.unpack("2q")
     (codesize,) = r.unpack("i")
-    r.take(codesize)
+    r.skip(codesize)
     _skip_product_quantizer(r)
     if qnorm:
-        r.take(m)
+        r.skip(m)
         _skip_product_quantizer(r)
 
 
@@ -94,10 +106,21 @@ def fasttext_labels(path: str | os.PathLike) -> list[str]:
 def _walk_fasttext(path: str | os.PathLike) -> list[str]:
     """The structural walk; returns the dictionary's labels (entry type 1) in file order."""
     labels: list[str] = []
+    # Mapped, not read: a model trained elsewhere can be gigabytes (DCLM's bigram .bin is about 7 GB), and the
+    # walk touches its header and dictionary only.
     try:
-        data = Path(path).read_bytes()
+        with open(path, "rb") as f:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if os.fstat(f.fileno()).st_size else b""
     except OSError as e:
         raise ModelError(f"fastText model at {path} is unreadable: {e.strerror or e}") from None
+    try:
+        return _walk(path, data, labels)
+    finally:
+        if isinstance(data, mmap.mmap):
+            data.close()
+
+
+def _walk(path, data, labels: list[str]) -> list[str]:
     r = _Reader(data)
     try:
         magic, version = r.unpack("2i")
@@ -115,7 +138,7 @@ def _walk_fasttext(path: str | os.PathLike) -> list[str]:
             _count, entry_type = r.unpack("qb")  # count (int64), entry type (int8: 0 word, 1 label)
             if entry_type == 1:
                 labels.append(word.decode("utf-8", "replace"))
-        r.take(8 * max(prune_size, 0))
+        r.skip(8 * max(prune_size, 0))
         (quant_input,) = r.unpack("?")
         _skip_matrix(r, quant_input)
         (quant_output,) = r.unpack("?")

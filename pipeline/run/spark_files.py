@@ -12,3 +12,13 @@ def resolve_model(path: str) -> str:
 
     shipped = SparkFiles.get(os.path.basename(path))
     return shipped if os.path.exists(shipped) else path
+
+
+def task_cpus() -> int | None:
+    """The cores Spark gave the running task (spark.task.cpus); None outside a Spark task."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:
+        return None
+    tc = TaskContext.get()
+    return max(1, int(tc.cpus())) if tc is not None else None

@@ -25,9 +25,9 @@ def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from pipeline.score.perplexity import available_languages, get_scorer
-        from pipeline.score.quality import get_classifier
+        from pipeline.score.classifiers import get_classifier
 
-        classifiers = [get_classifier(resolve_model(c.model)) for c in score_cfg.classifiers]
+        classifiers = [get_classifier(c, resolve_model(c.model)) for c in score_cfg.classifiers]
         lm_langs = set(available_languages(score_cfg.kenlm_dir))
         which: dict = {}   # language -> index of its classifier (None: unscored), looked up once per language
         for batch in batches:
@@ -54,22 +54,36 @@ def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
     return run
 
 
-def decide_score_partition(score_cfg: ScoreConfig, cutoffs: dict, input_schema: pa.Schema):
-    """Add ppl_bucket from the per-language cut-offs, then status/reason from the score rules."""
-    out_schema = pa.schema(list(input_schema) + [pa.field("ppl_bucket", pa.string())] +
-                           [pa.field(c, pa.string()) for c in STATUS_COLUMNS])
+def decide_columns(score_cfg: ScoreConfig) -> list[tuple[str, pa.DataType]]:
+    """What the decide phase adds: ppl_bucket, each bucketed classifier's bucket column, then status, reason and
+    detail."""
+    return ([("ppl_bucket", pa.string())] + [(b, pa.string()) for _, b, _ in score_cfg.bucketed()] +
+            [(c, pa.string()) for c in STATUS_COLUMNS])
+
+
+def decide_score_partition(score_cfg: ScoreConfig, cutoffs: dict, input_schema: pa.Schema,
+                           edges: dict | None = None):
+    """Add ppl_bucket from the per-language cut-offs, each classifier's bucket column from `edges` (by bucket
+    column: pipeline/score/decisions.py bucket_edges), then status/reason from the score rules."""
+    out_schema = pa.schema(list(input_schema) + [pa.field(n, t) for n, t in decide_columns(score_cfg)])
+    bucketed = score_cfg.bucketed()
+    edges = edges or {}
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pipeline.score.decisions import bucket_for, score_reason
+        from pipeline.score.decisions import bucket_for, cut, score_reason
 
         for batch in batches:
             cols = batch.select(["id", "lang", QUALITY, "perplexity"]).to_pydict()
             buckets = [bucket_for(p, cutoffs.get(lang)) for lang, p in zip(cols["lang"], cols["perplexity"])]
+            named = []
+            for col, bucket_col, spec in bucketed:
+                where, names = edges.get(bucket_col), spec.labels()
+                named.append(pa.array([cut(v, where, names) for v in batch.column(col).to_pylist()], pa.string()))
             reasons = [score_reason(q, b, score_cfg, lang, doc)
                        for doc, lang, q, b in zip(cols["id"], cols["lang"], cols[QUALITY], buckets)]
             yield pa.RecordBatch.from_arrays(
-                batch.columns + [pa.array(buckets, pa.string()),
-                                 pa.array(["rejected" if r else "kept" for r in reasons], pa.string()),
-                                 pa.array(reasons, pa.string()), pa.nulls(len(reasons), pa.string())],
+                batch.columns + [pa.array(buckets, pa.string())] + named +
+                [pa.array(["rejected" if r else "kept" for r in reasons], pa.string()),
+                 pa.array(reasons, pa.string()), pa.nulls(len(reasons), pa.string())],
                 schema=out_schema)
     return run

@@ -80,3 +80,27 @@ def distributions_of_files(files: list[str], low: float, high: float) -> tuple[l
                        *((c, pa.float64()) for c in SCORES)])
     scores = pa.concat_tables(tables) if tables else empty.empty_table()
     return distributions(scores, low, high)
+
+
+# --- quantile buckets of classifier scores ----------------------------------------------------------------------
+
+def quantile_requests(score_cfg) -> dict[str, list[float]]:
+    """{score column: quantiles} of the classifiers whose buckets are quantiles of this run's scores."""
+    return {col: list(spec.quantiles) for col, _, spec in score_cfg.bucketed() if spec.quantiles is not None}
+
+
+def score_quantiles(scores: pa.Table, requests: dict[str, list[float]]) -> dict[str, list[float] | None]:
+    """Each requested column's quantiles over its scored documents (the nulls of other languages left out), as
+    the perplexity cut-offs are computed; None where no document has a score."""
+    return {col: nearest_rank(scores.column(col).drop_null().to_numpy(zero_copy_only=False), qs)
+            for col, qs in requests.items()}
+
+
+def quantiles_of_files(files: list[str], requests: dict[str, list[float]]) -> dict[str, list[float] | None]:
+    """The same, read from the score signals' Parquet files (the requested columns only)."""
+    if not requests:
+        return {}
+    cols = list(requests)
+    tables = [pq.read_table(f, columns=cols) for f in files]
+    empty = pa.schema([(c, pa.float64()) for c in cols])
+    return score_quantiles(pa.concat_tables(tables) if tables else empty.empty_table(), requests)

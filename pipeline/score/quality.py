@@ -7,6 +7,10 @@ the two sides can never see different tokens, and `preprocess` reaches the text 
 (pipeline/clean/words.py: Chinese, Japanese and Thai segmented into words), so a Chinese paragraph is words,
 not one unknown token per clause.
 
+A fastText model trained elsewhere (`kind: fasttext`, e.g. DCLM's) is scored the same way with its own
+`positive_label` and its own text preparation (`preprocess: dclm | none | glassbox`, PREPARE below); a Hugging Face
+model (`kind: hf`) lives in pipeline/score/hf.py, and pipeline/score/classifiers.py picks and checks the kind.
+
 Spark executors call `get_classifier(path)` per batch: the model loads once per process and is cached.
 fastText 0.9.3 under numpy 2 raises on `model.predict("one string")`; we always predict on lists.
 """
@@ -42,6 +46,22 @@ def preprocess(text: str, lang: str | None = None) -> str:
     return f" {NEWLINE} ".join(" ".join(line) for line in segment_lines(unicodedata.normalize("NFKC", text), lang))
 
 
+def _dclm(text: str, lang: str | None = None) -> str:
+    """DCLM's own preparation (mlfoundations/dclm, baselines/mappers/enrichers/
+    quality_prediction_enrichers_calc_fasttext.py, classify_fasttext_hq_prob): the stripped text's lines joined
+    with one space; case, punctuation and spacing kept."""
+    return " ".join(text.strip().splitlines())
+
+
+def _as_is(text: str, lang: str | None = None) -> str:
+    """The text as it is, but for the newlines fastText refuses (it predicts one line at a time)."""
+    return text.replace("\n", " ")
+
+
+# preprocess setting -> how a fastText model's text is prepared
+PREPARE = {"glassbox": preprocess, "dclm": _dclm, "none": _as_is}
+
+
 def check_labels(path: str | os.PathLike) -> None:
     """ModelError unless the file is a fastText model with exactly the quality labels (read from the file,
     without fastText: a config check imports nothing heavy)."""
@@ -52,39 +72,53 @@ def check_labels(path: str | os.PathLike) -> None:
 
 
 class QualityClassifier:
-    """`predict_proba(texts, langs) -> [P(hq) or None]`; the model loads on first use."""
+    """`predict_proba(texts, langs) -> [P(positive label) or None]`; the model loads on first use. By default
+    Glassbox's own model (`__label__hq`/`__label__lq`, `preprocess`); `positive_label` and `prepare` (a key of
+    PREPARE) serve a fastText model trained elsewhere."""
 
-    def __init__(self, model_path: str | os.PathLike, max_chars: int = MAX_CHARS):
+    def __init__(self, model_path: str | os.PathLike, max_chars: int | None = MAX_CHARS,
+                 positive_label: str | None = None, prepare: str = "glassbox"):
         self.model_path = Path(model_path)
         self.max_chars = max_chars
+        self.own = positive_label is None           # Glassbox's own: exactly the two quality labels
+        self.positive_label = HQ_LABEL if positive_label is None else positive_label
+        self.prepare = PREPARE[prepare]
         self._model = None
+        self._k = 2
 
     def load(self):
         if self._model is None:
             model = load_fasttext(self.model_path, "fastText quality model", FIX)
-            check_labels(self.model_path)
+            if self.own:
+                check_labels(self.model_path)
+            elif self.positive_label not in model.get_labels():
+                raise ModelError(f"fastText model at {self.model_path} has no label {self.positive_label!r} "
+                                 f"(its labels: {model.get_labels()})")
+            self._k = 2 if self.own else -1  # another model may have more labels: ask for them all
             self._model = model
         return self._model
 
     def predict_proba(self, texts: list[str | None], langs: list[str | None] | None = None) -> list[float | None]:
-        """Probability of `__label__hq` per text; None for missing, empty or whitespace-only text."""
+        """Probability of the positive label per text; None for missing, empty or whitespace-only text."""
         langs = langs if langs is not None else [None] * len(texts)
         prepared: list[str] = []
         where: list[int] = []
+        prepare, cut, positive = self.prepare, self.max_chars, self.positive_label
         for i, (t, lang) in enumerate(zip(texts, langs)):
             if t:
-                p = preprocess(t[: self.max_chars], lang)
-                if p:
+                p = prepare(t[:cut] if cut else t, lang)
+                if p and not p.isspace():
                     prepared.append(p)
                     where.append(i)
         out: list[float | None] = [None] * len(texts)
         if not prepared:
             return out
-        labels, probs = self.load().predict(prepared, k=2)
+        model = self.load()
+        labels, probs = model.predict(prepared, k=self._k)
         for i, labs, ps in zip(where, labels, probs):
-            score = 0.0  # hq absent from the top 2 of a two-label model: no mass left for it
+            score = 0.0  # the label absent from the answer: no probability mass left for it
             for lab, p in zip(labs, ps):
-                if lab == HQ_LABEL:
+                if lab == positive:
                     score = float(p)
                     break
             out[i] = min(max(score, 0.0), 1.0)
@@ -92,12 +126,20 @@ class QualityClassifier:
 
 
 def get_classifier(model_path: str | os.PathLike) -> QualityClassifier:
-    """The process-wide classifier for a model file (one load per executor process).
+    """The process-wide classifier for one of Glassbox's own model files (one load per executor process).
 
     The cache key includes the file's modification time, so a retrained model is picked up."""
     p = Path(model_path)
     key = (str(p), p.stat().st_mtime_ns if p.is_file() else -1)
     return _CACHE.get(key, lambda: _loaded(QualityClassifier(p)))
+
+
+def get_fasttext(model_path: str | os.PathLike, positive_label: str | None, prepare: str,
+                 max_chars: int | None) -> QualityClassifier:
+    """The process-wide classifier for a fastText model trained elsewhere (`kind: fasttext`)."""
+    p = Path(model_path)
+    key = ("fasttext", str(p), p.stat().st_mtime_ns if p.is_file() else -1, positive_label, prepare, max_chars)
+    return _CACHE.get(key, lambda: _loaded(QualityClassifier(p, max_chars, positive_label, prepare)))
 
 
 def _loaded(clf: QualityClassifier) -> QualityClassifier:

@@ -37,9 +37,7 @@ TRAINER = [(name, typing.get_type_hints(train_config.TrainConfig)[name]) for nam
 # keys built by pipeline/config.py itself, not read as settings
 NOT_SETTINGS = {"decontaminate.benchmarks"}
 # a benchmark without a valid name is named by its place in the list
-NAMED_AS = {"decontaminate.benchmarks.g.name": "decontaminate.benchmarks[0].name",
-            **{f"score.classifiers.0.{f}": f"score.classifiers[0].{f}" for f in ("model", "languages", "column",
-                                                                                 "min_quality")}}
+NAMED_AS = {"decontaminate.benchmarks.g.name": "decontaminate.benchmarks[0].name"}
 
 
 def leaves(section: str, cls) -> list[tuple[str, object, dict]]:
@@ -57,6 +55,9 @@ def leaves(section: str, cls) -> list[tuple[str, object, dict]]:
 
 
 PIPELINE_KEYS = [leaf for section, cls in PIPELINE for leaf in leaves(section, cls)]
+# the first classifier's keys, nested ones (buckets) included, are named by its place in the list
+NAMED_AS.update({key: key.replace("score.classifiers.0.", "score.classifiers[0].")
+                 for key, _, _ in PIPELINE_KEYS if key.startswith("score.classifiers.0.")})
 TRAINER_KEYS = [leaf for section, cls in TRAINER for leaf in leaves(section, cls)]
 
 
@@ -94,7 +95,10 @@ def with_value(raw: dict, key: str, value) -> dict:
         raw["decontaminate"]["benchmarks"][0][parts[-1]] = value
         return raw
     if parts[:2] == ["score", "classifiers"] and len(parts) > 2:   # the first classifier's entry
-        raw["score"]["classifiers"][0][parts[-1]] = value
+        node = raw["score"]["classifiers"][0]
+        for p in parts[3:-1]:                                       # a nested section such as buckets
+            node = node.setdefault(p, {})
+        node[parts[-1]] = value
         return raw
     node = raw
     for p in parts[:-1]:
