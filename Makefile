@@ -180,12 +180,18 @@ spark-submit-command:
 # Every run writes Spark's event log beside its output, for the history server after the fact.
 EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://$(abspath $(DATA))/spark-events
 
+# Small inputs run the same stages in local Python processes, without the JVM (pipeline/run/local.py):
+# below LOCAL_MAX_BYTES of input files on a local master; EXECUTOR=local or EXECUTOR=spark forces one. Otherwise
+# jobs/clean_dedup.py hands over to the spark-submit command after --or-submit.
+EXECUTOR ?= auto
+LOCAL_MAX_BYTES ?= 268435456
 clean-dedup: setup $(PY_FILES)
 	$(GLASSBOX) config check --kind pipeline $(CONFIG)
 	mkdir -p $(DATA)/spark-events
-	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG) \
-	  jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh)
+	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
+	  $(PY) jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh) \
+	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) --files $(LID_MODEL) $(EVENT_LOG)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.

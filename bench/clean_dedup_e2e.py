@@ -1,6 +1,6 @@
 """Benchmark: the whole `make clean-dedup`, as a user runs it, against the bare-trafilatura floor.
 
-    python bench/clean_dedup_e2e.py [--sizes small,large] [--copies 28] [--width 2] [--no-one-file]
+    python bench/clean_dedup_e2e.py [--sizes small,large] [--copies 28] [--width 2] [--no-one-file] [--executors spark,local]
 
 Two corpora of real pages (the shared extraction sets plus the bundled sample's crawls), packed
 into gzipped WARCs, each page under a URL of its own per copy:
@@ -131,12 +131,12 @@ def _rss_mb(pid: int) -> tuple[str, float]:
     return "", 0.0
 
 
-def run_command(config: Path, data: Path, width: int) -> dict:
+def run_command(config: Path, data: Path, width: int, executor: str = "auto") -> dict:
     """`make clean-dedup` from start to exit, with the driver's peak RSS sampled."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
     t0 = time.time()
     proc = subprocess.Popen(["make", "--no-print-directory", "clean-dedup", f"CONFIG={config}", f"DATA={data}",
-                             f"SPARK_MASTER=local[{width}]", "FRESH=1"], cwd=REPO, env=env,
+                             f"SPARK_MASTER=local[{width}]", "FRESH=1", f"EXECUTOR={executor}"], cwd=REPO, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = {"jvm_mb": 0.0, "python_driver_mb": 0.0}
     stop = threading.Event()
@@ -147,7 +147,7 @@ def run_command(config: Path, data: Path, width: int) -> dict:
                 cmd, mb = _rss_mb(pid)
                 if "java" in cmd and "SparkSubmit" in cmd:
                     peak["jvm_mb"] = max(peak["jvm_mb"], mb)
-                elif "jobs/clean_dedup.py" in cmd and "java" not in cmd:
+                elif "jobs/clean_dedup.py" in cmd and "java" not in cmd:  # the local path: the biggest process
                     peak["python_driver_mb"] = max(peak["python_driver_mb"], mb)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -163,12 +163,12 @@ def run_command(config: Path, data: Path, width: int) -> dict:
     rest = {
         "before the driver (make, config check, spark-submit JVM, Python start)": run["driver_started_at"] - t0,
         "driver imports and config check": run["config_checked_at"] - run["driver_started_at"],
-        "Spark session": run["session_s"],
+        "Spark session (local path: its process pool)": run["session_s"],
         "between stages": run["finished_at"] - run["config_checked_at"] - run["session_s"] - stage_sum,
         "after the stages (summary, Spark shutdown, exit)": t1 - run["finished_at"],
     }
     counts = {s["stage"]: [s["records_in"], s["records_out"]] for s in run["stages"]}
-    return {"wall_s": round(t1 - t0, 2), "stages_s": stages, "rest_s": {k: round(v, 2) for k, v in rest.items()},
+    return {"wall_s": round(t1 - t0, 2), "executor": run.get("executor", "spark"), "stages_s": stages, "rest_s": {k: round(v, 2) for k, v in rest.items()},
             "records": counts, "peak_rss_mb": {k: round(v) for k, v in peak.items()},
             "peak_driver_rss_mb": round(peak["jvm_mb"] + peak["python_driver_mb"]), "log_tail": output[-2500:]}
 
@@ -218,17 +218,22 @@ def main() -> None:
     ap.add_argument("--engines", default="trafilatura,resiliparse",
                     help="extract.engine of the command, one command per engine in every round (same floor)")
     ap.add_argument("--work", type=Path, default=REPO / "build" / "bench" / "e2e")
+    ap.add_argument("--executors", default="auto",
+                    help="EXECUTOR= of each command (auto, local, spark; comma-separated: each engine with each, "
+                         "alternated in every round, e.g. spark,local for the JVM path against the local one)")
     args = ap.parse_args()
 
     pages = [read_page(p) for p in find_pages(args.pages or DEFAULT_PAGES)] + bundled_pages()
-    engines = args.engines.split(",")
+    executors = args.executors.split(",")
+    # an engine alone, or engine+executor when several executors are compared
+    engines = [e if len(executors) == 1 else f"{e}+{x}" for e in args.engines.split(",") for x in executors]
     results = {"pages": len(pages), "width": args.width, "engines": engines, "sizes": {}}
     for size in args.sizes.split(","):
         copies, n_files = (2, 8) if size == "small" else (args.copies, 16)
         warcs = args.work / size / "warcs"
         htmls = build_corpus(pages, copies, n_files, warcs)
-        configs = {e: write_config(str(warcs / "*.warc.gz"), args.work / f"{size}-{e}.yaml", engine=e)
-                   for e in engines}
+        configs = {e: write_config(str(warcs / "*.warc.gz"), args.work / f"{size}-{e.split('+')[0]}.yaml",
+                                   engine=e.split("+")[0]) for e in engines}
         print(f"== {size}: {len(htmls)} records in {n_files} files", flush=True)
         rounds = args.rounds if size == "small" else args.large_rounds
         floors, cmds = [], {e: [] for e in engines}
@@ -237,7 +242,8 @@ def main() -> None:
             print(f"   floor (bare trafilatura, {args.width} processes): {floors[-1]:.1f}s", flush=True)
             if not args.no_command:
                 for e in engines:
-                    cmds[e].append(run_command(configs[e], args.work / size / "data", args.width))
+                    executor = e.split("+")[1] if "+" in e else executors[0]
+                    cmds[e].append(run_command(configs[e], args.work / size / "data", args.width, executor))
                     print(f"   make clean-dedup, extract.engine {e}: {cmds[e][-1]['wall_s']:.1f}s "
                           f"(stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in cmds[e][-1]["stages_s"].items())
                           + ")", flush=True)
@@ -250,7 +256,7 @@ def main() -> None:
             cmd["ratio_rounds"] = [round(f / c["wall_s"], 3) for f, c in zip(floors, cmds[e])]
             cmd["config_check_alone_s"] = time_config_check(configs[e])
             ratio = floor_s / cmd["wall_s"]
-            target = TARGETS.get(e, {}).get(size)
+            target = TARGETS.get(e.split("+")[0], {}).get(size)
             print(f"   {e}: best of {rounds}: floor {floor_s:.1f}s, make clean-dedup {cmd['wall_s']:.1f}s = "
                   f"{ratio:.2f} x floor (target {target}); per round {cmd['ratio_rounds']}", flush=True)
             print("   stages: " + ", ".join(f"{k} {v:.1f}s" for k, v in cmd["stages_s"].items()))

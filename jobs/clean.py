@@ -15,9 +15,19 @@ from pipeline.run.runner import Runner, StageSpec, path_identity
 from pipeline.run.units import parquet_unit
 
 
+def lid_model() -> str:
+    """The language-ID model file the units read. Under spark-submit the driver imports pipeline/ from
+    build/pipeline.zip, where no model lies beside the package: the units read the copy spark-submit ships
+    (--files models/lid.176.ftz), so that copy is the one identified, as in a run without the JVM
+    (pipeline/run/local.py), and both give the stage the same fingerprint."""
+    path = default_model_path()
+    shipped = os.path.abspath(os.path.join("models", path.name))
+    return shipped if not path.exists() and os.path.exists(shipped) else str(path)
+
+
 def identity(cfg) -> dict:
     # the calibration table's content, not its name: a new built-in table re-runs the stage
-    return {"clean": cfg.clean, "lid_model": path_identity(str(default_model_path())),
+    return {"clean": cfg.clean, "lid_model": path_identity(lid_model()),
             "calibration": load_table(cfg.clean.calibration)}
 
 

@@ -5,15 +5,24 @@ Each stage reads the previous stage's Parquet, so any of them can also be rerun 
 Rerunning this command after a crash continues where it stopped: finished stages whose inputs and
 config are unchanged are skipped, finished work units of the interrupted stage are reused
 (pipeline/run/runner.py). --fresh (FRESH=1) starts over.
+
+`make clean-dedup` runs this file with Python and the spark-submit command line after `--or-submit`: a small
+job runs its stages in local Python processes without a JVM (pipeline/run/local.py says when and why); a bigger
+one replaces this process with that spark-submit command, as before. Submitted with spark-submit directly it
+always runs on Spark.
 """
 from __future__ import annotations
 
+import os
+import shlex
+import sys
 import time
 
 DRIVER_START = time.time()  # before the heavy imports: the bench splits the command's time with it
 
 from jobs import clean, dedup, extract, score  # noqa: E402
 from jobs.common import parse_args  # noqa: E402
+from pipeline.run.local import LocalSession, choose_executor, master_cores  # noqa: E402
 from pipeline.run.runner import Runner  # noqa: E402
 from pipeline.run.spark import get_spark  # noqa: E402
 from pipeline.run.stats import nothing_kept_line  # noqa: E402
@@ -23,14 +32,49 @@ from pipeline.run.units import write_json_atomic  # noqa: E402
 STAGES = (extract.SPEC, clean.SPEC, score.SPEC, dedup.SPEC)
 
 
+OR_SUBMIT = "--or-submit"
+REASON_ENV = "GLASSBOX_EXECUTOR_REASON"   # why the spark-submit this process runs under was chosen
+
+
 def main(argv=None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    submit = None
+    if OR_SUBMIT in argv:  # make clean-dedup: choose between local processes and that spark-submit command
+        k = argv.index(OR_SUBMIT)
+        argv, submit = argv[:k], argv[k + 1:]
     cfg, data, fresh = parse_args(__doc__, argv, fresh=True)
+    if submit is None:
+        executor, reason = "spark", os.environ.get(REASON_ENV, "submitted with spark-submit")
+    else:
+        try:
+            executor, reason = choose_executor(cfg)
+        except ValueError as e:
+            print(f"config error: {e}", file=sys.stderr)
+            sys.exit(2)
+        if executor == "spark":
+            os.environ[REASON_ENV] = reason
+            os.execv(submit[0], submit + [os.path.abspath(__file__)] + argv)
     t_checked = time.time()
-    runner = Runner(lambda: get_spark("glassbox-clean-dedup", cfg.spark), cfg, data, fresh=fresh)
+    make_spark = lambda: get_spark("glassbox-clean-dedup", cfg.spark)  # noqa: E731
+    if executor == "local":
+        cores = master_cores(os.environ.get("SPARK_MASTER") or "local[*]")
+        # a step that needs Spark after all starts it with the options make would have submitted
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", shlex.join(submit[1:] + ["pyspark-shell"]))
+        print(f"executor: local Python processes x{cores}, no JVM ({reason})", flush=True)
+        from pyspark import cloudpickle  # tasks travel to the local processes as Spark ships them
+
+        runner = Runner(lambda: LocalSession(cores, make_spark, cloudpickle.dumps), cfg, data, fresh=fresh)
+    else:
+        print(f"executor: Spark ({reason})", flush=True)
+        runner = Runner(make_spark, cfg, data, fresh=fresh)
     for spec in STAGES:
         runner.run(spec)
     t_end = time.time()
     master = runner.spark.sparkContext.master if runner.started_spark else "no Spark: nothing to do"
+    if executor == "local" and runner.started_spark:
+        if runner.spark.started_spark:
+            master += f" (and a Spark session, {runner.spark.started_real_s:.1f}s to start)"
+        runner.spark.stop()
     stats = [o.stats for o in runner.outcomes]
     first, last = stats[0], stats[-1]
     print(f"\nclean-dedup: {cfg.path} -> {data}  ({t_end - DRIVER_START:.1f}s in the driver, {master})")
@@ -52,7 +96,7 @@ def main(argv=None) -> None:
     nothing = nothing_kept_line(stats)  # the last line: an empty result is a result, said plainly (exit 0)
     write_json_atomic(f"{data}/stats/run.json", {
         "driver_started_at": DRIVER_START, "config_checked_at": t_checked, "session_s": runner.session_s,
-        "finished_at": t_end, "master": master,
+        "finished_at": t_end, "master": master, "executor": executor, "executor_reason": reason,
         "stages": [{"stage": o.stats.stage, "status": o.status, "wall_s": o.wall_s, "units": o.units,
                     "units_reused": o.reused, "records_in": o.stats.records_in,
                     "records_out": o.stats.records_out} for o in runner.outcomes],
