@@ -147,7 +147,7 @@ def run_command(config: Path, data: Path, width: int, executor: str = "auto") ->
                 cmd, mb = _rss_mb(pid)
                 if "java" in cmd and "SparkSubmit" in cmd:
                     peak["jvm_mb"] = max(peak["jvm_mb"], mb)
-                elif "jobs/clean_dedup.py" in cmd and "java" not in cmd:  # the local path: the biggest process
+                elif "jobs/clean_dedup.py" in cmd and "SparkSubmit" not in cmd:  # local path: its biggest process
                     peak["python_driver_mb"] = max(peak["python_driver_mb"], mb)
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
