@@ -158,7 +158,7 @@ def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
     assert "spec ok" in capsys.readouterr().out and not (tmp_path / "out").exists()
 
 
-@pytest.mark.slow   # about 20 s: the held-out files of both classifiers and the instruction evaluation part
+@pytest.mark.slow   # about 5-20 s: the held-out files of both classifiers and the instruction evaluation part
 def test_the_quality_specs_check():
     """examples/ablate/quality-{en,zh}.yaml, with the files `make ablate-quality-data` writes (the held-out prose of
     the default classifiers, the instruction data's evaluation quarter, the Chinese science abstracts). The two
@@ -185,12 +185,16 @@ def test_the_quality_specs_check():
                              f"science={csl}"]) == 0
         _, en, plan = check("examples/ablate/quality-en.yaml")
         _, zh, _ = check("examples/ablate/quality-zh.yaml")
+        _, cand, _ = check("examples/ablate/quality-en-candidates.yaml")
     finally:
         os.chdir(cwd)
-    assert [v.name for v in en] == ["base", "null_control", "quality_filter", "random_drop", "prose_classifier",
-                                    "instruct_classifier", "docs_classifier"]
-    assert en[2].against == ["random_drop", "prose_classifier"] and plan["steps"] == 240
-    assert len(en[0].seeds) == len(en[1].seeds) == 8 and set(en[0].seeds).isdisjoint(en[1].seeds)
-    assert en[4].config.score.classifiers[0].model.endswith("quality_models/previous/quality_en_prose.ftz")
+    # the null control is split-half (the base's own eight seeds, docs/quality.md): no variant of its own
+    assert [v.name for v in en] == ["base", "quality_filter", "random_drop", "prose_classifier"]
+    assert en[1].against == ["random_drop", "prose_classifier"] and plan["steps"] == 240
+    assert all(v.seeds == list(range(1, 9)) for v in en) and en[2].draw_per_seed
+    assert en[3].config.score.classifiers[0].model.endswith("quality_models/previous/quality_en_prose.ftz")
+    # the candidates run into the same folder: the shared variants are the same configs, so their proxies are reused
+    assert [v.name for v in cand] == ["base", "quality_filter", "random_drop", "instruct_classifier", "docs_classifier"]
+    assert [v.overrides for v in cand[:3]] == [v.overrides for v in en[:3]]
     assert [v.config.score.random_drop for v in zh] == [0.0, 0.0, 0.0, 0.55]
-    assert en[3].draw_per_seed and zh[3].draw_per_seed      # the control drawn again for each seed
+    assert zh[3].draw_per_seed      # the control drawn again for each seed
