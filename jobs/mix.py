@@ -22,8 +22,8 @@ import sys
 
 from glassbox.schema import ConfigError
 from pipeline.config import load_spark_settings
-from pipeline.mix.mixture import (MixConfig, MixError, build_manifest, check_sources, check_tokens, dumps_manifest,
-                              format_table, load_mix)
+from pipeline.mix.mixture import (MixConfig, MixError, build_manifest, check_sources, check_tokens,
+                              format_table, load_mix, write_manifest)
 from pipeline.mix.reweight import RunEvidence, check_evidence, format_change, next_version, read_evidence
 from pipeline.run.spark import get_spark
 from glassbox.contracts import sha256_file
@@ -53,14 +53,6 @@ def verify_shards(spark, tokenized: str, counts: dict, sources: list[str]) -> No
     model = os.path.join(tokenized, tok["path"])
     if not os.path.isfile(model) or sha256_file(model) != tok["sha256"]:
         raise MixError(f"{model} is missing or changed since tokenize; rerun the tokenize job")
-
-
-def write_manifest(manifest: dict, path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(dumps_manifest(manifest))
-    os.replace(tmp, path)
 
 
 def run(spark, mix: MixConfig, data_dir: str, counts: dict | None = None) -> tuple[dict, str]:

@@ -6,7 +6,7 @@ import json
 import os
 
 from mixsearch.rows import SwarmError
-from pipeline.mix.mixture import MixConfig, build_manifest, dumps_manifest
+from pipeline.mix.mixture import MixConfig, build_manifest, dumps_manifest, write_manifest
 
 
 def load_counts(data: str) -> dict:
@@ -16,14 +16,6 @@ def load_counts(data: str) -> dict:
             return json.load(fh)
     except OSError:
         raise SwarmError(f"data: {path} not found; run `make tokenize DATA={data}` first") from None
-
-
-def write_manifest(manifest: dict, path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(dumps_manifest(manifest))
-    os.replace(tmp, path)
 
 
 def natural_shares(counts: dict, domains: list[str]) -> dict[str, float]:

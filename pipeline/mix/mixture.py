@@ -301,6 +301,15 @@ def dumps_manifest(manifest: dict) -> str:
     return json.dumps(manifest, sort_keys=True, indent=2) + "\n"
 
 
+def write_manifest(manifest: dict, path: str) -> None:
+    """Write a manifest atomically: a reader never sees half of one."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(dumps_manifest(manifest))
+    os.replace(tmp, path)
+
+
 def format_table(manifest: dict) -> str:
     """A short human-readable view of a manifest."""
     rows = [("source", "requested", "weight", "available", "target", "epochs", "docs", "shards")]

@@ -201,7 +201,15 @@ def test_missing_tensor_parallel_slice_is_named(runs, tmp_path):
 
     run = tmp_path / "run"
     shutil.copytree(runs["tp2pp2"], run, ignore=shutil.ignore_patterns("zero_pp_*", "data_order", "step_00000002"))
-    (run / "checkpoints" / "step_00000004" / "layer_02-model_01-model_states.pt").unlink()
+    ckpt = run / "checkpoints" / "step_00000004"
+    (ckpt / "layer_02-model_01-model_states.pt").unlink()
+    # The checkpoint's manifest names the missing file before any layout is read ...
+    with pytest.raises(ExportError, match=r"layer_02-model_01-model_states.pt is missing \(listed in its complete.json\)"):
+        find_checkpoint(run)
+    # ... and a checkpoint written before manifests listed files still gets the layout's own message.
+    info = json.loads((ckpt / "complete.json").read_text())
+    info.pop("files")
+    (ckpt / "complete.json").write_text(json.dumps(info))
     with pytest.raises(ExportError, match=r"pipeline layer 2 \(layers.1\) has tensor-parallel slices \[0\]"):
         merge_checkpoint(find_checkpoint(run))
 

@@ -144,7 +144,7 @@ def test_summary_and_diagnosis_read_the_runs_plan(tmp_path):
     from train.record.report import _fmt_count, summary
 
     cfg = load_config(REPO / "train" / "configs" / "tiny.yaml", ["train.spike_window=20", "train.spike_loss_z=4.5"])
-    plan = resolve(cfg, SimpleNamespace(max_seq_len=64, vocab_size=VOCAB), None)
+    plan = resolve(cfg, SimpleNamespace(max_seq_len=64, vocab_size=VOCAB, eos_id=0), None)
     run = write_run(tmp_path / "r", rows_from(*trend(60)))
     (run / "config.json").write_text(json.dumps(plan.to_json()))
     rec = read_run(run)
