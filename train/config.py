@@ -101,7 +101,7 @@ class OptimizerSection:
     z_loss: float = setting(0.0, ge=0)               # coefficient of mean(logsumexp^2); 0 disables
     fused: bool = True                 # torch's fused AdamW: one kernel over every tensor (CPU and GPU); false: a loop
     # adamw: AdamW on every weight. muon: Muon (Newton-Schulz orthogonalised momentum) on the blocks' 2-D weight
-    # matrices at muon_lr, AdamW on embeddings, head and norms at lr (train/engine/muon.py); tp 1 and no ZeRO only.
+    # matrices at muon_lr, AdamW on embeddings, head and norms at lr (train/engine/muon.py); any tp x pp x dp.
     kind: str = setting("adamw", choices=("adamw", "muon"))
     muon_lr: float = setting(0.02, gt=0)             # Muon's peak learning rate (the schedule scales it like lr)
     muon_momentum: float = setting(0.95, ge=0, lt=1)
@@ -227,10 +227,6 @@ def _validate(cfg: TrainConfig) -> None:
                           "bf16 gradients in fp32 only with ZeRO-1, and its bf16 optimizer shards the fp32 master "
                           "weights over data-parallel ranks at any stage, so ZeRO-1 costs nothing more; use "
                           "train.zero_stage: 1")
-    if o.kind == "muon" and par.tp > 1:
-        raise ConfigError(f"optimizer.kind: muon with parallel.tp {par.tp}: each tensor rank holds a slice of every "
-                          "matrix, and Newton-Schulz of a slice is not the slice of the orthogonalised matrix; use "
-                          "tp 1 (pipeline stages and data parallelism without ZeRO work) or optimizer.kind: adamw")
     if o.kind == "muon" and t.zero_stage:
         raise ConfigError("optimizer.kind: muon needs train.zero_stage: 0 (and fp32): DeepSpeed's ZeRO-1 hands the "
                           "optimizer flat partitions of many parameters, not whole matrices, so Muon cannot "

@@ -95,7 +95,7 @@ def build_engine(cfg, mcfg: ModelConfig):
         from train.engine.muon import MuonAdamW, param_groups
 
         optimizer = MuonAdamW(param_groups(pipe, o), lr=o.lr, betas=tuple(o.betas), eps=o.eps,
-                              momentum=o.muon_momentum)
+                              momentum=o.muon_momentum, tp_group=group)
     else:
         decay = [p for p in pipe.parameters() if p.ndim >= 2]
         no_decay = [p for p in pipe.parameters() if p.ndim < 2]

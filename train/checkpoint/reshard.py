@@ -43,6 +43,7 @@ from train.checkpoint.store import COMPLETE, checkpoints_dir, layer_names_for, t
 
 LAYOUT_KEYS = ("tp", "pp", "dp", "zero_stage")
 MOMENTS = ("exp_avg", "exp_avg_sq")
+STATE = MOMENTS + ("momentum_buffer",)        # Adam's two moments; Muon's momentum (train/engine/muon.py)
 
 
 class ReshardError(RuntimeError):
@@ -155,9 +156,11 @@ def _flat_rank_state(ckpt_dir: Path, mp_rank: int, dp: int, model_file: dict) ->
 
 def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int, model_file: dict) -> dict:
     """fp32 without ZeRO: the module weights are the master weights (layer files), the torch optimizer's state
-    is in the ``mp_rank`` file, indexed in the order the trainer grouped the parameters (train/pretrain.py:
-    matrices and embeddings, then the norm weights, each in module order)."""
+    is in the ``mp_rank`` file, indexed in the order the trainer grouped the parameters (train/pretrain.py):
+    AdamW's matrices and embeddings, then the norm weights; Muon's groups (``"muon"`` in the saved groups) as
+    ``train.engine.muon.grouped`` makes them; each in module order."""
     from train.checkpoint.store import layer_files
+    from train.engine.muon import grouped
 
     stage, tp_rank = divmod(mp_rank, layout["tp"])
     files = layer_files(Path(ckpt_dir))
@@ -168,8 +171,11 @@ def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int,
             raise ReshardError(f"{ckpt_dir}: no file for pipeline layer {idx}, tensor rank {tp_rank}")
         for key, t in torch.load(path, map_location="cpu", weights_only=True).items():
             weights[f"{idx}.{key}"] = t
-    groups = [[n for n, t in weights.items() if t.ndim >= 2], [n for n, t in weights.items() if t.ndim < 2]]
     osd = model_file.get("optimizer") or {}
+    if any("muon" in g for g in osd.get("param_groups", [])):
+        groups = grouped([(n, t.ndim) for n, t in weights.items()])
+    else:
+        groups = [[n for n, t in weights.items() if t.ndim >= 2], [n for n, t in weights.items() if t.ndim < 2]]
     indices = [g["params"] for g in osd.get("param_groups", [])]
     if [len(i) for i in indices] != [len(g) for g in groups]:
         raise ReshardError(f"{ckpt_dir}/mp_rank_{mp_rank:02d}_model_states.pt: optimizer groups of "
@@ -178,12 +184,16 @@ def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int,
     for names, idxs in zip(groups, indices):
         for name, i in zip(names, idxs):
             entry = {"fp32": weights[name].float(), "step": None}
-            st = osd["state"].get(i)
-            if st is not None:
-                if st["exp_avg"].shape != weights[name].shape:
-                    raise ReshardError(f"{ckpt_dir}: optimizer state {i} has shape {tuple(st['exp_avg'].shape)}, "
+            st = osd["state"].get(i) or {}
+            for k in STATE:
+                if k not in st:
+                    continue
+                if st[k].shape != weights[name].shape:
+                    raise ReshardError(f"{ckpt_dir}: optimizer state {i} ({k}) has shape {tuple(st[k].shape)}, "
                                        f"parameter {name} {tuple(weights[name].shape)}; the grouping changed")
-                entry.update({k: st[k] for k in MOMENTS}, step=float(st["step"]))
+                entry[k] = st[k]
+            if "step" in st:
+                entry["step"] = float(st["step"])
             out[name] = entry
     return out
 
@@ -233,7 +243,7 @@ class Universal:
             parts.append(torch.load(f, map_location="cpu", weights_only=True))
         dim = self.dims.get(name)
         out = {"step": parts[0]["step"]}
-        for key in ("fp32",) + MOMENTS:
+        for key in ("fp32",) + STATE:
             if key in parts[0]:
                 out[key] = parts[0][key] if dim is None else torch.cat([p[key] for p in parts], dim)
         return out
@@ -269,9 +279,11 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
         with torch.no_grad():
             p.data.copy_(mine["fp32"].to(p.dtype))
         local[id(p)] = mine
-    with_moments = {all(k in s for k in MOMENTS) for s in local.values()}
+    # Every parameter has its optimizer state (Adam's moments, or Muon's momentum) or none has (before the
+    # first step).
+    with_moments = {any(k in s for k in STATE) for s in local.values()}
     if len(with_moments) > 1:
-        raise ReshardError("Adam moments for some parameters only; the converted checkpoint is incomplete")
+        raise ReshardError("optimizer state for some parameters only; the converted checkpoint is incomplete")
     steps = {s["step"] for s in local.values() if s.get("step") is not None}
     if len(steps) > 1:
         raise ReshardError(f"parameters at different Adam steps {sorted(steps)}")
@@ -279,7 +291,7 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
     if flats is None:                                    # the module weights are the master weights
         # Contiguous copies: a column slice is a strided view, and torch's fused AdamW (CPU, 2.13) silently
         # updates a strided moment as if it were contiguous.
-        moments_of = {i: {k: s[k].contiguous() for k in MOMENTS} for i, s in local.items() if MOMENTS[0] in s}
+        moments_of = {i: {k: s[k].contiguous() for k in STATE if k in s} for i, s in local.items()}
     else:
         for flat, lps in flats:
             bufs = {k: torch.zeros_like(flat) for k in MOMENTS}
@@ -306,7 +318,17 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
         for group in base.param_groups:
             for p in group["params"]:
                 m = moments_of[id(p)]
-                state[index] = {"step": torch.tensor(step, dtype=torch.float32), **m}
+                if group.get("muon") and "momentum_buffer" not in m:
+                    raise ReshardError("the checkpoint holds Adam moments for a matrix this run's Muon optimizer "
+                                       "steps; an optimizer.kind change cannot resume (start from its weights with "
+                                       "glassbox export and --init)")
+                if not group.get("muon") and MOMENTS[0] not in m:
+                    raise ReshardError("the checkpoint holds Muon momentum for a weight this run's AdamW steps; an "
+                                       "optimizer.kind change cannot resume")
+                if group.get("muon"):
+                    state[index] = {"momentum_buffer": m["momentum_buffer"]}
+                else:
+                    state[index] = {"step": torch.tensor(step, dtype=torch.float32), **{k: m[k] for k in MOMENTS}}
                 index += 1
     base.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
 

@@ -8,11 +8,13 @@ RMS, and decoupled weight decay. Embeddings, the output head and the norm weight
 AdamW, as the reference recipe does. Each group carries ``lr_scale`` (its learning rate is the schedule's
 value times it; the trainer sets ``lr``) and its own ``weight_decay``; ``describe`` puts both on the record.
 
-Where it runs: one tensor-parallel rank holds a slice of each matrix, and the orthogonalisation of a slice is
-not the slice of the orthogonalised matrix, so tp > 1 is refused; ZeRO-1 hands the optimizer flat partitions
-of many parameters, not matrices, so ZeRO is refused too (train/config.py says so). The pipeline engine and
-the plain one hand it the stage's own parameters: both work. Its state (momentum buffers, AdamW moments and
-step) is the torch optimizer's state dict, which DeepSpeed saves and loads bit for bit.
+Where it runs: the pipeline engine and the plain one hand it the stage's own parameters. Under tensor
+parallelism a rank holds a slice of each matrix, and Newton-Schulz of a slice is not the slice of the
+orthogonalised matrix: the momentum stays sliced (it is elementwise), and the update is gathered from the
+tensor group, orthogonalised whole (every rank the same computation) and sliced again, so tp > 1 takes the
+same step as one process. Without ZeRO its state (momentum buffers, AdamW moments and step) is the torch
+optimizer's state dict, which DeepSpeed saves and loads bit for bit and train/checkpoint/reshard.py carries
+into other layouts. Under ZeRO-1 DeepSpeed's own Muon runs instead (train/pretrain.py).
 """
 from __future__ import annotations
 
@@ -21,6 +23,23 @@ import math
 import torch
 
 NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
+
+
+def whole_update(update: torch.Tensor, dim: int | None, tp_group, steps: int = 5) -> torch.Tensor:
+    """Orthogonalise a matrix of which this tensor rank holds the slice ``update`` along ``dim`` (None: all of
+    it): gathered, orthogonalised and scaled as the full matrix, and this rank's slice returned."""
+    import torch.distributed as dist
+
+    world = 1 if dim is None or tp_group is None else dist.get_world_size(tp_group)
+    if world == 1:
+        full = update
+    else:
+        parts = [torch.empty_like(update) for _ in range(world)]
+        dist.all_gather(parts, update.contiguous(), group=tp_group)
+        full = torch.cat(parts, dim)
+    out = orthogonalise(full, steps)
+    out.mul_(math.sqrt(max(1.0, full.shape[0] / full.shape[1])))
+    return out if world == 1 else out.chunk(world, dim)[dist.get_rank(tp_group)].contiguous()
 
 
 def orthogonalise(g: torch.Tensor, steps: int = 5, eps: float = 1e-7) -> torch.Tensor:
@@ -41,10 +60,11 @@ class MuonAdamW(torch.optim.Optimizer):
     """Groups with ``muon=True`` take Muon steps, the others AdamW steps."""
 
     def __init__(self, groups: list[dict], lr: float, betas=(0.9, 0.95), eps: float = 1e-8, momentum: float = 0.95,
-                 ns_steps: int = 5):
+                 ns_steps: int = 5, tp_group=None):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, momentum=momentum, ns_steps=ns_steps, weight_decay=0.0,
                         muon=False, lr_scale=1.0)
         super().__init__(groups, defaults)
+        self.tp_group = tp_group
         for g in self.param_groups:
             if g["muon"] and any(p.ndim != 2 for p in g["params"]):
                 raise ValueError("Muon groups hold 2-D weight matrices only")
@@ -62,8 +82,7 @@ class MuonAdamW(torch.optim.Optimizer):
                     buf = state.setdefault("momentum_buffer", torch.zeros_like(p))
                     buf.mul_(g["momentum"]).add_(p.grad)
                     update = p.grad.add(buf, alpha=g["momentum"])                   # Nesterov
-                    update = orthogonalise(update, g["ns_steps"])
-                    update.mul_(math.sqrt(max(1.0, p.shape[0] / p.shape[1])))
+                    update = whole_update(update, getattr(p, "partition_dim", None), self.tp_group, g["ns_steps"])
                     p.mul_(1 - lr * wd)
                     p.add_(update, alpha=-lr)
                 else:
@@ -82,22 +101,36 @@ class MuonAdamW(torch.optim.Optimizer):
         return loss
 
 
+GROUP_NAMES = ("muon: block matrices", "adamw: embeddings and head", "adamw: norms")
+
+
+def group_of(name: str, ndim: int) -> int:
+    """0: Muon (a block's 2-D weight), 1: AdamW with decay (embeddings, head), 2: AdamW without (norms)."""
+    if ndim == 2 and "embed_tokens" not in name and "lm_head" not in name:
+        return 0
+    return 1 if ndim >= 2 else 2
+
+
+def grouped(named: list[tuple[str, int]]) -> list[list[str]]:
+    """The names of each non-empty group, in module order: the optimizer's param_groups, which the checkpoint's
+    state indexes (train/checkpoint/reshard.py reads a checkpoint's state back with it)."""
+    out = [[], [], []]
+    for name, ndim in named:
+        out[group_of(name, ndim)].append(name)
+    return [g for g in out if g]
+
+
 def param_groups(module: torch.nn.Module, o) -> list[dict]:
     """Muon on the blocks' 2-D weights; AdamW on embeddings and head (with decay) and norms (without)."""
-    muon, adam_decay, adam_plain = [], [], []
-    for name, p in module.named_parameters():
-        if p.ndim == 2 and "embed_tokens" not in name and "lm_head" not in name:
-            muon.append(p)
-        elif p.ndim >= 2:
-            adam_decay.append(p)
-        else:
-            adam_plain.append(p)
-    groups = [{"params": muon, "muon": True, "lr_scale": o.muon_lr / o.lr, "weight_decay": o.weight_decay,
-               "name": "muon: block matrices"},
-              {"params": adam_decay, "muon": False, "lr_scale": 1.0, "weight_decay": o.weight_decay,
-               "name": "adamw: embeddings and head"},
-              {"params": adam_plain, "muon": False, "lr_scale": 1.0, "weight_decay": 0.0, "name": "adamw: norms"}]
-    return [g for g in groups if g["params"]]
+    params = dict(module.named_parameters())
+    settings = [(True, o.muon_lr / o.lr, o.weight_decay), (False, 1.0, o.weight_decay), (False, 1.0, 0.0)]
+    out = []
+    for names in grouped([(n, p.ndim) for n, p in params.items()]):
+        k = group_of(names[0], params[names[0]].ndim)
+        muon, lr_scale, decay = settings[k]
+        out.append({"params": [params[n] for n in names], "muon": muon, "lr_scale": lr_scale,
+                    "weight_decay": decay, "name": GROUP_NAMES[k]})
+    return out
 
 
 def describe(opt: MuonAdamW) -> list[dict]:
