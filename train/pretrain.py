@@ -92,10 +92,13 @@ def build_engine(cfg, mcfg: ModelConfig):
     if compiled(cfg):
         compile_blocks(pipe)
     if o.kind == "muon":                 # Muon on the blocks' matrices, AdamW on the rest (train/engine/muon.py)
-        from train.engine.muon import MuonAdamW, param_groups
+        from train.engine.muon import MuonAdamW, deepspeed_muon, param_groups
 
-        optimizer = MuonAdamW(param_groups(pipe, o), lr=o.lr, betas=tuple(o.betas), eps=o.eps,
-                              momentum=o.muon_momentum, tp_group=group)
+        if t_cfg.zero_stage:
+            optimizer = deepspeed_muon(param_groups(pipe, o), o)
+        else:
+            optimizer = MuonAdamW(param_groups(pipe, o), lr=o.lr, betas=tuple(o.betas), eps=o.eps,
+                                  momentum=o.muon_momentum, tp_group=group)
     else:
         decay = [p for p in pipe.parameters() if p.ndim >= 2]
         no_decay = [p for p in pipe.parameters() if p.ndim < 2]

@@ -121,6 +121,9 @@ def _flat_rank_state(ckpt_dir: Path, mp_rank: int, dp: int, model_file: dict) ->
     for g, group in enumerate(shapes):
         fp32 = [s["single_partition_of_fp32_groups"][g].detach() for s in states]
         adam = [s["base_optimizer_state"]["state"].get(g) for s in states]
+        if any(a is not None and "momentum_buffer" in a for a in adam):
+            _muon_momentum(ckpt_dir, g, group, states, out)
+            adam = [None] * dp
         if any(a is None for a in adam) and not all(a is None for a in adam):
             raise ReshardError(f"{ckpt_dir}: model rank {mp_rank} group {g}: Adam state on some data ranks only")
         steps = {float(a["step"]) for a in adam if a is not None}
@@ -134,10 +137,10 @@ def _flat_rank_state(ckpt_dir: Path, mp_rank: int, dp: int, model_file: dict) ->
         where = {}
         for (name, shape), pad in zip(group.items(), pads):
             numel = int(torch.Size(shape).numel())
-            entry = {"fp32": _gather(fp32, offset, numel).view(shape)}
+            entry = out.setdefault(name, {})
+            entry["fp32"] = _gather(fp32, offset, numel).view(shape)
             entry.update({k: _gather(v, offset, numel).view(shape) for k, v in moments.items()})
             entry["step"] = next(iter(steps)) if steps else None
-            out[name] = entry
             where[name] = (offset, numel)
             offset += numel + pad
         padding = sum(s["group_paddings"][g] for s in states)
@@ -152,6 +155,28 @@ def _flat_rank_state(ckpt_dir: Path, mp_rank: int, dp: int, model_file: dict) ->
                     raise ReshardError(f"{ckpt_dir}: {name} lies at [{lo}, {lo + n}) of group {g}, but data rank "
                                        f"{d}'s slice mapping puts a fragment at {d * size + frag.start}")
     return out
+
+
+def _muon_momentum(ckpt_dir: Path, g: int, shapes: dict, states: list[dict], out: dict) -> None:
+    """DeepSpeed's ZeRO Muon (train/engine/muon.py, deepspeed_muon): each data rank keeps the momentum of every
+    matrix with elements in its partition, whole, one after another in the group's order (a matrix split between
+    two ranks is in both, the same). Its momentum is an average, (1 - beta) times this trainer's sum; the
+    converted state holds the sum."""
+    beta = states[0]["base_optimizer_state"]["param_groups"][g]["momentum"]
+    for d, s in enumerate(states):
+        buf = s["base_optimizer_state"]["state"][g]["momentum_buffer"]
+        at = 0
+        for name in s["param_slice_mappings"][g]:
+            shape = torch.Size(shapes[name])
+            if name not in out or "momentum_buffer" not in out[name]:
+                out.setdefault(name, {})["momentum_buffer"] = buf[at:at + shape.numel()].view(shape) / (1 - beta)
+            at += shape.numel()
+        if at != buf.numel():
+            raise ReshardError(f"{ckpt_dir}: data rank {d} group {g}: Muon momentum of {buf.numel()} elements, its "
+                               f"matrices hold {at}")
+    missing = [n for n in shapes if "momentum_buffer" not in out.get(n, {})]
+    if missing:
+        raise ReshardError(f"{ckpt_dir}: group {g}: no Muon momentum for {missing[:3]}")
 
 
 def _plain_rank_state(ckpt_dir: Path, mp_rank: int, layout: dict, n_layers: int, model_file: dict) -> dict:
@@ -293,8 +318,9 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
         # updates a strided moment as if it were contiguous.
         moments_of = {i: {k: s[k].contiguous() for k in STATE if k in s} for i, s in local.items()}
     else:
-        for flat, lps in flats:
-            bufs = {k: torch.zeros_like(flat) for k in MOMENTS}
+        for g, (flat, lps) in enumerate(flats):
+            muon = base.param_groups[g].get("use_muon")   # DeepSpeed's Muon: whole matrices, its average form
+            bufs = {} if muon else {k: torch.zeros_like(flat) for k in MOMENTS}
             for p in lps:
                 link = getattr(p, "_hp_mapping", None)
                 if link is None:                         # no element of p in this rank's partition
@@ -307,6 +333,11 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
                     for k in bufs:
                         if k in src:
                             bufs[k][at:at + n] = src[k].reshape(-1)[lo:lo + n]
+            mine = engine.optimizer.params_in_partition[g] if muon else []
+            if mine and all("momentum_buffer" in local[id(p)] for p in mine):
+                beta = base.param_groups[g]["momentum"]
+                bufs["momentum_buffer"] = torch.cat([local[id(p)]["momentum_buffer"].reshape(-1) * (1 - beta)
+                                                     for p in mine])
             moments_of[id(flat)] = bufs
         if hasattr(engine.optimizer, "_hp_optimizer_states_linked"):
             engine.optimizer._hp_optimizer_states_linked = False    # re-link the moment fragments lazily
@@ -328,7 +359,9 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
                 if group.get("muon"):
                     state[index] = {"momentum_buffer": m["momentum_buffer"]}
                 else:
-                    state[index] = {"step": torch.tensor(step, dtype=torch.float32), **{k: m[k] for k in MOMENTS}}
+                    # DeepSpeed's Muon counts Adam's steps in an int, torch's AdamW and ours in a tensor
+                    at = int(step) if "use_muon" in group else torch.tensor(step, dtype=torch.float32)
+                    state[index] = {"step": at, **{k: m[k] for k in MOMENTS}}
                 index += 1
     base.load_state_dict({"state": state, "param_groups": sd["param_groups"]})
 

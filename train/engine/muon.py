@@ -133,6 +133,24 @@ def param_groups(module: torch.nn.Module, o) -> list[dict]:
     return out
 
 
+def deepspeed_muon(groups: list[dict], o):
+    """ZeRO-1: DeepSpeed's own Muon (deepspeed/runtime/zero/muon/), the same groups. ZeRO-1 hands the optimizer
+    flat partitions of many parameters; DeepSpeed's ZeRO optimizer recognises its MuonWithAuxAdam, gathers each
+    tagged matrix's gradient whole while it fills the partition and orthogonalises it there. Its momentum is an
+    exponential average (``lerp``), ours a sum; after Newton-Schulz's normalisation the two give one update.
+    Newton-Schulz in fp32 ("standard"): DeepSpeed's "gram" runs in fp16 wherever the device has it."""
+    from deepspeed.runtime.zero.muon.muon_optimizer import MuonWithAuxAdam
+
+    out = []
+    for g in groups:
+        for p in g["params"]:
+            p.use_muon = g["muon"]                  # read by DeepSpeed's ZeRO optimizer
+        extra = ({"momentum": o.muon_momentum, "ns_method": "standard"} if g["muon"]
+                 else {"betas": tuple(o.betas), "eps": o.eps})
+        out.append({**g, "use_muon": g["muon"], "lr": o.lr * g["lr_scale"], **extra})
+    return MuonWithAuxAdam(out)
+
+
 def describe(opt: MuonAdamW) -> list[dict]:
     """Per group: what it is, its base learning rate scale and decay (run.json)."""
     return [{"group": g.get("name"), "tensors": len(g["params"]), "lr_scale": g["lr_scale"],
