@@ -9,7 +9,7 @@
 #    sequences: the micro-batch of the config, so per-token speed is the config's), compiled blocks, fused
 #    AdamW, flash attention and the chunked loss as the trainer does by default on a GPU; each config once per
 #    variant in VARIANTS (default: `causal`, model.document_masking=false; `docmask`, intra-document attention
-#    on: flex attention with a block mask on a GPU; `muon`, docmask with optimizer.kind=muon, fp32 without ZeRO),
+#    on: flex attention with a block mask on a GPU; `muon`, docmask with optimizer.kind=muon: DeepSpeed's Muon under ZeRO-1, no clipping),
 #    NAME:section.key=value[,section.key=value...] each;
 # 2. a resharded resume (train/checkpoint/reshard.py): the 125m shape in fp32 (Adam eps 1e-3, so layouts compare to
 #    ~1e-6; tests/train/checkpoint/test_train_reshard.py argues it) trains RESHARD_STEPS (10) steps with a checkpoint, goes on
@@ -70,8 +70,8 @@ else
   SYNTH_TOKENS=${SYNTH_TOKENS:-2e7}
 fi
 RESHARD_STEPS=${RESHARD_STEPS:-10}
-# muon: Muon needs whole matrices, so no ZeRO, and DeepSpeed accumulates bf16 gradients only under ZeRO: fp32.
-VARIANTS=${VARIANTS:-causal:model.document_masking=false docmask:model.document_masking=true muon:model.document_masking=true,optimizer.kind=muon,train.precision=fp32,train.zero_stage=0}
+# muon: bf16 runs under ZeRO-1, so DeepSpeed's own Muon, which clips the update rather than the gradient: grad_clip 0.
+VARIANTS=${VARIANTS:-causal:model.document_masking=false docmask:model.document_masking=true muon:model.document_masking=true,optimizer.kind=muon,optimizer.grad_clip=0}
 echo "== gpu_throughput: NGPU=$NGPU STEPS=$STEPS CONFIGS=($CONFIGS) DRY_RUN=$DRY_RUN OUT=$OUT"
 if [ "$DRY_RUN" != 1 ]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
