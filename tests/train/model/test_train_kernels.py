@@ -48,8 +48,10 @@ def test_chunked_cross_entropy_equals_the_whole_and_holds_one_chunk_in_fp32(z_lo
         assert largest == (rows * V if chunk_rows == rows else chunk * V), (chunk_rows, saved)
 
 
-def _train(model, optimizer, steps=20):
-    ids = torch.randint(0, CFG["vocab_size"], (4, 17), generator=torch.Generator().manual_seed(3))
+def _train(model, optimizer, steps=20, eos_every=0):
+    ids = torch.randint(1, CFG["vocab_size"], (4, 17), generator=torch.Generator().manual_seed(3))
+    if eos_every:
+        ids[:, eos_every - 1::eos_every] = 0
     losses = []
     for _ in range(steps):          # the same batch each step: it is memorised, so the loss moves a lot
         _, loss = model(ids[:, :-1], ids[:, 1:])
@@ -73,11 +75,15 @@ def test_fused_adamw_trains_as_the_loop():
 
 
 @pytest.mark.slow
-def test_compiled_blocks_train_as_eager():
-    eager, compiled = Llama(ModelConfig(**CFG)), Llama(ModelConfig(**CFG))
+@pytest.mark.parametrize("documents", [False, True], ids=["causal", "document-masking"])
+def test_compiled_blocks_train_as_eager(documents):
+    """Also with document masking: rows of several documents (an end-of-document id every 5 tokens), the mask
+    and restarted positions passed through the compiled blocks."""
+    cfg = {**CFG, "document_masking": documents, "eos_id": 0}
+    eager, compiled = Llama(ModelConfig(**cfg)), Llama(ModelConfig(**cfg))
     assert compile_blocks(compiled) == CFG["n_layers"]
-    a = _train(eager, _adamw(eager, foreach=False))
-    b = _train(compiled, _adamw(compiled, foreach=False))
+    a = _train(eager, _adamw(eager, foreach=False), eos_every=5 if documents else 0)
+    b = _train(compiled, _adamw(compiled, foreach=False), eos_every=5 if documents else 0)
     assert b == pytest.approx(a, rel=1e-5)
     assert compile_seconds() > 0
 
