@@ -118,7 +118,8 @@ def build_engine(cfg, mcfg: ModelConfig):
     if cfg.parallel.pp == 1:         # one stage: the plain engine, no pipeline schedule (train/engine/single_stage.py)
         from train.engine.single_stage import SingleStageEngine
 
-        engine = SingleStageEngine(pipe, optimizer, ds_config)
+        engine = SingleStageEngine(pipe, optimizer, ds_config,
+                                   model_parallel_unit=not (o.kind == "muon" and bf16 and cfg.parallel.tp == 1))
     else:
         engine, _, _, _ = deepspeed.initialize(model=pipe, optimizer=optimizer, config=ds_config)
     if engine.optimizer is optimizer:

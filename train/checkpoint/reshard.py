@@ -116,21 +116,29 @@ def _flat_rank_state(ckpt_dir: Path, mp_rank: int, dp: int, model_file: dict) ->
     shapes = model_file.get("param_shapes")
     if not shapes:
         raise ReshardError(f"{ckpt_dir}/mp_rank_{mp_rank:02d}_model_states.pt has no param_shapes")
-    states = [_load(_optim_file(ckpt_dir, d, mp_rank))["optimizer_state_dict"] for d in range(dp)]
+    files = [_optim_file(ckpt_dir, d, mp_rank) for d in range(dp)]
+    states = [_load(f)["optimizer_state_dict"] for f in files]
+    # DeepSpeed's bf16 optimizer keeps Muon's momentum in the partition layout of the master weights, like Adam's
+    # moments; its ZeRO-1 optimizer keeps it per whole matrix (_muon_momentum).
+    bf16 = files[0].name.startswith("bf16_")
     out: dict[str, dict] = {}
     for g, group in enumerate(shapes):
         fp32 = [s["single_partition_of_fp32_groups"][g].detach() for s in states]
         adam = [s["base_optimizer_state"]["state"].get(g) for s in states]
-        if any(a is not None and "momentum_buffer" in a for a in adam):
+        muon = any(a is not None and "momentum_buffer" in a for a in adam)
+        if muon and not bf16:
             _muon_momentum(ckpt_dir, g, group, states, out)
             adam = [None] * dp
+        elif muon:                                  # an average: (1 - beta) x this trainer's sum
+            beta = states[0]["base_optimizer_state"]["param_groups"][g]["momentum"]
+            adam = [{"momentum_buffer": a["momentum_buffer"] / (1 - beta)} for a in adam]
         if any(a is None for a in adam) and not all(a is None for a in adam):
             raise ReshardError(f"{ckpt_dir}: model rank {mp_rank} group {g}: Adam state on some data ranks only")
-        steps = {float(a["step"]) for a in adam if a is not None}
+        steps = {float(a["step"]) for a in adam if a is not None and "step" in a}
         if len(steps) > 1:
             raise ReshardError(f"{ckpt_dir}: model rank {mp_rank} group {g}: data ranks at different Adam steps "
                                f"{sorted(steps)}")
-        moments = {k: [a[k] for a in adam] for k in MOMENTS} if adam[0] is not None else {}
+        moments = {k: [a[k] for a in adam] for k in STATE if k in adam[0]} if adam[0] is not None else {}
         pads = (states[0].get("param_alignment_paddings") or [None] * len(shapes))[g] or [0] * len(group)
         size = fp32[0].numel()
         offset = 0
@@ -319,8 +327,10 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
         moments_of = {i: {k: s[k].contiguous() for k in STATE if k in s} for i, s in local.items()}
     else:
         for g, (flat, lps) in enumerate(flats):
-            muon = base.param_groups[g].get("use_muon")   # DeepSpeed's Muon: whole matrices, its average form
-            bufs = {} if muon else {k: torch.zeros_like(flat) for k in MOMENTS}
+            muon = base.param_groups[g].get("use_muon")   # DeepSpeed's Muon, its average form
+            aligned = hasattr(engine.optimizer, "fp32_groups_flat_partition")     # the bf16 optimizer
+            bufs = ({"momentum_buffer": torch.zeros_like(flat)} if aligned else {}) if muon else \
+                {k: torch.zeros_like(flat) for k in MOMENTS}
             for p in lps:
                 link = getattr(p, "_hp_mapping", None)
                 if link is None:                         # no element of p in this rank's partition
@@ -333,9 +343,11 @@ def apply_state(engine, full_state: Callable[[str], dict], n_layers: int, tp_gro
                     for k in bufs:
                         if k in src:
                             bufs[k][at:at + n] = src[k].reshape(-1)[lo:lo + n]
-            mine = engine.optimizer.params_in_partition[g] if muon else []
-            if mine and all("momentum_buffer" in local[id(p)] for p in mine):
-                beta = base.param_groups[g]["momentum"]
+            beta = base.param_groups[g].get("momentum")
+            if muon and aligned:
+                bufs["momentum_buffer"].mul_(1 - beta)
+            mine = engine.optimizer.params_in_partition[g] if muon and not aligned else []
+            if mine and all("momentum_buffer" in local[id(p)] for p in mine):     # ZeRO-1: whole matrices
                 bufs["momentum_buffer"] = torch.cat([local[id(p)]["momentum_buffer"].reshape(-1) * (1 - beta)
                                                      for p in mine])
             moments_of[id(flat)] = bufs
@@ -385,7 +397,10 @@ def load(engine, run: Path, step: int, layout: dict, n_layers: int, tp_group, di
 
     ckpt = checkpoints_dir(run) / tag_for(step)
     old = saved_layout(ckpt)
-    if all(old[k] == layout[k] for k in LAYOUT_KEYS):
+    # The same layout in another precision is another optimizer format (bf16_zero_* files against zero_* ones),
+    # which DeepSpeed's loader cannot read: converted like a layout change.
+    same_format = any(ckpt.glob("bf16_zero_pp_rank_*")) == hasattr(engine.optimizer, "fp32_groups_flat_partition")
+    if all(old[k] == layout[k] for k in LAYOUT_KEYS) and same_format:
         return checkpoint.load(engine, run, step)
     work = Path(run) / "reshard" / tag_for(step)
     rank, world = dist.get_rank(), dist.get_world_size()

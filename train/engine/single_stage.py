@@ -26,10 +26,14 @@ class SingleStageEngine(DeepSpeedEngine):
     module_state_dict = PipelineEngine.module_state_dict
     load_module_state_dict = PipelineEngine.load_module_state_dict
 
-    def __init__(self, model, optimizer, config: dict):
+    def __init__(self, model, optimizer, config: dict, model_parallel_unit: bool = True):
+        # model_parallel_unit False (tp = pp = 1 only): DeepSpeed builds its optimizer without the grid, taking
+        # every rank as the data group, which the grid is then anyway: its bf16 optimizer runs Muon only that way.
+        # The engine gets the grid back afterwards for its gradient reductions, which read it.
         mpu = model.mpu()
-        super().__init__(args=None, model=model, optimizer=optimizer, mpu=mpu, config=config,
-                         config_class=DeepSpeedConfig(config, mpu))
+        super().__init__(args=None, model=model, optimizer=optimizer, mpu=mpu if model_parallel_unit else None,
+                         config=config, config_class=DeepSpeedConfig(config, mpu))
+        self.mpu = mpu
         self.total_loss = None
         self.agg_additional_losses = None
         # What the pipeline engine's constructor sets on its module: layer files written by dp rank 0 (or
