@@ -146,7 +146,7 @@ def test_a_swarm_over_quality_buckets_fits_verifies_and_writes_the_manifest(corp
     reads each bucket's validation bits per byte) and the manifest's next version naming the bucket shards."""
     mix = _base_manifest(corpus)
     spec = spec_with(corpus, "buckets", {"beta": {"column": "quality_en", "quantiles": 2}}, n=4,
-                     domains=("alpha", "beta"), fit={"mix": str(mix), "budget": 4096})
+                     domains=("alpha", "beta"), fit={"mix": str(mix), "budget": 4096, "min_weight": 0.1})
     r = subprocess.run([sys.executable, "-m", "glassbox.cli", "mix-search", str(spec)], cwd=REPO, env=ENV,
                        capture_output=True, text=True, timeout=1200)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
