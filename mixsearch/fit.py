@@ -184,6 +184,12 @@ def run_fit(swarm_path: str, out: str, *, targets=None, objective=None, availabl
                    "per_target": {t: {"kind": v["kind"], "cv_spearman": v["cv_spearman"], "params": v["params"],
                                       "cv": {k: {"spearman": c["spearman"], "mae": c["mae"]} for k, c in v["cv"].items()}}
                                   for t, v in rec["per_target"].items()}}
+    if not rec["cv_spearman"] > 0:
+        prop["fit"]["warning"] = (
+            f"the fit's {rec['cv_scheme']} rank correlation is {rec['cv_spearman']:.3f}: no learner ranks the swarm's "
+            "rows better than chance, so the proposal follows the constraints, not the swarm; trust verify, not "
+            "the prediction, and draw rows that vary the domains more (more rows, swarm.concentration, "
+            "swarm.min_share)")
     prop["swarm"] = {"path": os.path.normpath(swarm_path), "rows": len(sw.runs), "domains": sw.domains}
     rows = [{"run": sw.runs[i], "weights": dict(zip(sw.domains, map(float, sw.weights[i]))),
              "measured": dict(zip(sw.targets, map(float, sw.losses[i]))),
@@ -204,6 +210,8 @@ def format_proposal(prop: dict) -> str:
     lines = [f"fit: {prop['fit']['kind']} law per target, {prop['fit']['cv_scheme']} rank correlation "
              f"{prop['fit']['cv_spearman']:.3f} (" + ", ".join(f"{k} {v:.3f}" for k, v in
                                                              prop['fit']['cv_spearman_by_kind'].items()) + ")"]
+    if prop["fit"].get("warning"):
+        lines.append(f"warning: {prop['fit']['warning']}")
     lines.append(f"  {'domain':<20} {'natural':>8} {'proposed':>9}  bound")
     for d, w in prop["weights"].items():
         lines.append(f"  {d:<20} {prop['natural'][d]:>8.4f} {w:>9.4f}  {c['binding'].get(d, '')}")
