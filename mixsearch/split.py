@@ -95,7 +95,7 @@ def _read_scores(data: str, rule: SplitRule, key: str):
 
 
 def _token_index(data: str, counts: dict, source: str):
-    """[(shard path, [(id, n_tokens), ...])] of the source's token shards, in order."""
+    """[(shard facts, [(id, n_tokens), ...])] of the source's token shards, in order."""
     import pyarrow.parquet as pq
 
     out = []
@@ -192,9 +192,13 @@ def plan_source(data: str, counts: dict, source: str, raw, key: str) -> dict:
         raise ConfigError(f"{key}: bucket {source}{SEP}{empty[0]} has no tokens ({desc}; documents per bucket: "
                           + ", ".join(f"{n} {b['documents']}" for n, b in buckets.items())
                           + "); a domain with nothing in it cannot take a weight: move the cut points")
+    import hashlib
+
+    # which document went where: a rerun whose scores moved a document (same edges) writes the shards again
+    digest = hashlib.sha256("".join(f"{i}\t{lab}\n" for i, lab in zip(ids, labels)).encode()).hexdigest()
     return {"rule": {"column": rule.column, "from": rule.from_, "edges": edges, "quantiles": quantiles,
                      "names": names, "unscored": rule.unscored,
-                     "shards": [sh["sha256"] for sh, _ in index]},
+                     "shards": [sh["sha256"] for sh, _ in index], "assignment_sha256": digest},
             "buckets": buckets, "assign": dict(zip(ids, labels))}
 
 
