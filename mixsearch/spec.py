@@ -9,6 +9,8 @@
       shakespeare: {paths: [...], format: jsonl}
     fit: {objective: mean, min_weight: 0.0, kl: 0.0, budget: 819200, max_epochs: 4, mix: mixes/sample.yaml}
     verify: {seeds: [11, 12, 13], doremi: {step_size: 1.0, smoothing: 0.1, min_weight: 0.02}}
+    split: {web: {column: quality_en, quantiles: 5, unscored: q1}}   # optional: buckets as domains (split.py)
+    frozen: {name: old, from: mix-searches/<earlier>/fit/proposal.json}   # optional: mixture reuse
 
 Paths are relative to the directory the command runs from. Every proxy trains ``proxy.tokens`` tokens of its own
 mixture with ``proxy.config`` (ablate's machinery: `ablation/proxy.py`); seeds are ``swarm.seed + i``.
