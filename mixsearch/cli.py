@@ -19,11 +19,11 @@ from mixsearch.rows import SwarmError
 def fit_from_spec(spec, out: str | None = None) -> dict:
     """The fit of the spec's own swarm, with the corpus's token counts as the available tokens."""
     from mixsearch.fit import format_proposal, run_fit, write_json
-    from mixsearch.manifests import load_counts
+    from mixsearch.manifests import search_counts
     from mixsearch.swarm import SWARM_FILE, Domains, plan_of
 
     out = out or os.path.join(spec.out_dir, "fit")
-    counts = load_counts(spec.data)
+    counts = search_counts(spec)
     doms = Domains(spec, counts)
     avail_path = os.path.join(spec.out_dir, "available.json")
     write_json(avail_path, doms.tokens)
@@ -31,7 +31,7 @@ def fit_from_spec(spec, out: str | None = None) -> dict:
     prop = run_fit(os.path.join(spec.out_dir, SWARM_FILE), out, objective=spec.fit.objective, available=avail_path,
                    budget=budget, max_epochs=spec.fit.max_epochs, min_weight=spec.fit.min_weight, kl=spec.fit.kl,
                    kind=spec.fit.kind, data=spec.data if spec.fit.mix and not spec.frozen else None,
-                   mix=spec.fit.mix if not spec.frozen else None)
+                   mix=spec.fit.mix if not spec.frozen else None, counts=counts if spec.split_plans else None)
     if spec.frozen:                 # the proposal over the corpus's sources: the virtual domain spread over its members
         from mixsearch.fit import next_manifest
 
@@ -40,7 +40,8 @@ def fit_from_spec(spec, out: str | None = None) -> dict:
             path, version, again = next_manifest(spec.data, spec.fit.mix, {**prop, "weights": prop["sources"]},
                                                  os.path.join(spec.out_dir, SWARM_FILE),
                                                  {**prop["fit"], "rows": prop["swarm"]["rows"],
-                                                  "targets": list(prop["predicted"]), "domains": doms.names})
+                                                  "targets": list(prop["predicted"]), "domains": doms.names},
+                                                 counts=counts if spec.split_plans else None)
             prop["manifest"] = {"path": path, "version": version, "already_there": again}
         write_json(os.path.join(out, "proposal.json"), prop)
     print(format_proposal(prop), flush=True)
@@ -55,6 +56,11 @@ def run_all(path: str, only: list[int] | None, verify: bool, check: bool) -> int
     if check:
         print(f"{path}: ok ({spec.swarm.n} proxies over {', '.join(spec.domains)}; targets "
               f"{', '.join(spec.targets)}; output {spec.out_dir})")
+        for src, p in spec.split_plans.items():
+            r = p["rule"]
+            cuts = f"edges {[round(e, 6) for e in r['edges']]}" if r["edges"] is not None else "its values"
+            print(f"  split {src} by {r['column']} ({cuts}): " + ", ".join(
+                f"{src}@{n} {b['documents']} docs {b['tokens']:,} tokens" for n, b in p["buckets"].items()))
         return 0
     res = run_swarm(spec, only=only)
     print(f"swarm: {res['rows']} rows in {res['path']} ({res['trained']} proxies run now, {res['skipped']} finished "

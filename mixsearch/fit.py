@@ -129,8 +129,11 @@ def write_json(path: str, obj) -> None:
     os.replace(tmp, path)
 
 
-def next_manifest(data: str, mix_path: str, proposal: dict, swarm_path: str, fit_rec: dict) -> tuple[str, int, bool]:
-    """The manifest's next version in DATA/manifests with the proposal's weights: (path, version, already there)."""
+def next_manifest(data: str, mix_path: str, proposal: dict, swarm_path: str, fit_rec: dict,
+                  counts: dict | None = None) -> tuple[str, int, bool]:
+    """The manifest's next version in DATA/manifests with the proposal's weights: (path, version, already there).
+    ``counts``: the corpus as the search saw it (a split's buckets in their sources' place, their shards in the
+    search's folder), default the DATA folder's own."""
     import dataclasses
 
     from mixsearch.manifests import load_counts, write_manifest
@@ -138,7 +141,7 @@ def next_manifest(data: str, mix_path: str, proposal: dict, swarm_path: str, fit
     from pipeline.mix.reweight import place_version, versions
 
     mix = load_mix(mix_path)
-    counts = load_counts(data)
+    counts = counts or load_counts(data)
     tokenized, man_dir = os.path.join(data, "tokenized"), os.path.join(data, "manifests")
     have = versions(man_dir, mix.name)
     if not have:
@@ -170,7 +173,7 @@ def next_manifest(data: str, mix_path: str, proposal: dict, swarm_path: str, fit
 
 
 def run_fit(swarm_path: str, out: str, *, targets=None, objective=None, available=None, budget=None,
-            max_epochs=4.0, min_weight=0.0, kl=0.0, kind="auto", data=None, mix=None) -> dict:
+            max_epochs=4.0, min_weight=0.0, kl=0.0, kind="auto", data=None, mix=None, counts=None) -> dict:
     avail = load_available(available) if available else None
     sw = load_swarm(swarm_path, targets, list(avail) if avail else None)
     a = parse_objective(objective, sw.targets)
@@ -181,6 +184,12 @@ def run_fit(swarm_path: str, out: str, *, targets=None, objective=None, availabl
                    "per_target": {t: {"kind": v["kind"], "cv_spearman": v["cv_spearman"], "params": v["params"],
                                       "cv": {k: {"spearman": c["spearman"], "mae": c["mae"]} for k, c in v["cv"].items()}}
                                   for t, v in rec["per_target"].items()}}
+    if not rec["cv_spearman"] > 0:
+        prop["fit"]["warning"] = (
+            f"the fit's {rec['cv_scheme']} rank correlation is {rec['cv_spearman']:.3f}: no learner ranks the swarm's "
+            "rows better than chance, so the proposal follows the constraints, not the swarm; trust verify, not "
+            "the prediction, and draw rows that vary the domains more (more rows, swarm.concentration, "
+            "swarm.min_share)")
     prop["swarm"] = {"path": os.path.normpath(swarm_path), "rows": len(sw.runs), "domains": sw.domains}
     rows = [{"run": sw.runs[i], "weights": dict(zip(sw.domains, map(float, sw.weights[i]))),
              "measured": dict(zip(sw.targets, map(float, sw.losses[i]))),
@@ -188,7 +197,7 @@ def run_fit(swarm_path: str, out: str, *, targets=None, objective=None, availabl
              "fitted": {t: rec["per_target"][t]["fitted"][i] for t in sw.targets}} for i in range(len(sw.runs))]
     write_json(os.path.join(out, "fit.json"), {"fit": {k: v for k, v in rec.items() if k != "per_target"}, "rows": rows})
     if data and mix:
-        path, version, again = next_manifest(data, mix, prop, swarm_path, rec)
+        path, version, again = next_manifest(data, mix, prop, swarm_path, rec, counts)
         prop["manifest"] = {"path": path, "version": version, "already_there": again}
     elif data or mix:
         raise SwarmError("--data and --mix go together: the corpus and the mix file whose next version to write")
@@ -201,6 +210,8 @@ def format_proposal(prop: dict) -> str:
     lines = [f"fit: {prop['fit']['kind']} law per target, {prop['fit']['cv_scheme']} rank correlation "
              f"{prop['fit']['cv_spearman']:.3f} (" + ", ".join(f"{k} {v:.3f}" for k, v in
                                                              prop['fit']['cv_spearman_by_kind'].items()) + ")"]
+    if prop["fit"].get("warning"):
+        lines.append(f"warning: {prop['fit']['warning']}")
     lines.append(f"  {'domain':<20} {'natural':>8} {'proposed':>9}  bound")
     for d, w in prop["weights"].items():
         lines.append(f"  {d:<20} {prop['natural'][d]:>8.4f} {w:>9.4f}  {c['binding'].get(d, '')}")

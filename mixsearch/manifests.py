@@ -18,6 +18,17 @@ def load_counts(data: str) -> dict:
         raise SwarmError(f"data: {path} not found; run `make tokenize DATA={data}` first") from None
 
 
+def search_counts(spec) -> dict:
+    """The DATA folder's counts as the search sees them: with a ``split:``, each split source's buckets in its
+    place, their token shards written under the search's folder (mixsearch/split.py)."""
+    counts = load_counts(spec.data)
+    if not getattr(spec, "split_plans", None):
+        return counts
+    from mixsearch.split import materialize
+
+    return materialize(spec.data, counts, spec.split_plans, spec.out_dir)
+
+
 def natural_shares(counts: dict, domains: list[str]) -> dict[str, float]:
     tot = sum(int(counts["sources"][d]["tokens"]) for d in domains)
     return {d: int(counts["sources"][d]["tokens"]) / tot for d in domains}

@@ -109,6 +109,8 @@ def build_page(name: str, meta: dict | None, fit: dict | None, prop: dict | None
         parts.append(f'<p>Fit: <b>{esc(f["kind"])}</b> law per target; {esc(f["cv_scheme"])} rank correlation '
                      f'(Spearman) of held-out predictions with the measured losses: <b>{fmt(f["cv_spearman"], 3)}</b> '
                      "(" + ", ".join(f"{esc(k)} {fmt(v, 3)}" for k, v in f["cv_spearman_by_kind"].items()) + ").</p>")
+        if f.get("warning"):
+            parts.append(f'<p class="note"><b>Warning:</b> {esc(f["warning"])}.</p>')
         mixes = {"natural": prop["natural"]}
         if ver:
             mixes["DoReMi step"] = ver["mixtures"].get("doremi_search") or ver["mixtures"]["doremi"]

@@ -9,6 +9,8 @@
       shakespeare: {paths: [...], format: jsonl}
     fit: {objective: mean, min_weight: 0.0, kl: 0.0, budget: 819200, max_epochs: 4, mix: mixes/sample.yaml}
     verify: {seeds: [11, 12, 13], doremi: {step_size: 1.0, smoothing: 0.1, min_weight: 0.02}}
+    split: {web: {column: quality_en, quantiles: 5, unscored: q1}}   # optional: buckets as domains (split.py)
+    frozen: {name: old, from: mix-searches/<earlier>/fit/proposal.json}   # optional: mixture reuse
 
 Paths are relative to the directory the command runs from. Every proxy trains ``proxy.tokens`` tokens of its own
 mixture with ``proxy.config`` (ablate's machinery: `ablation/proxy.py`); seeds are ``swarm.seed + i``.
@@ -71,8 +73,10 @@ class SearchSpec:
     fit: FitSpec = setting(default_factory=FitSpec)
     verify: VerifySpec = setting(default_factory=VerifySpec)
     frozen: dict | None = None                 # reuse: {name: virtual domain, weights: {domain: share}} (reuse.py)
+    split: dict | None = None                  # {source: {column, quantiles | edges, ...}}: buckets as domains (split.py)
     out: str | None = None                     # default: mix-searches/<name>
     path: str = field(default="<spec>", init=False)
+    split_plans: dict = field(default_factory=dict, init=False)   # {source: plan_source(...)} once parsed
 
     @property
     def out_dir(self) -> str:
@@ -114,6 +118,21 @@ def parse_spec(raw: Any, path: str = "<spec>") -> SearchSpec:
                 raise ConfigError(f"domains: no source {d!r} in {counts_path} (sources: {', '.join(present)})")
             if int(counts["sources"][d]["tokens"]) <= 0:
                 raise ConfigError(f"domains: source {d!r} has no tokens in {counts_path}")
+        names = set(counts["sources"])
+        if spec.split is not None:
+            from mixsearch.split import SEP, bucket_domains, plan_split
+
+            clash = sorted(s for s in counts["sources"] if SEP in s)
+            if clash:
+                raise ConfigError(f"split: the corpus has a source named {clash[0]!r}; '{SEP}' marks a bucket")
+            for s in spec.split or {}:
+                if s in counts["sources"] and s not in spec.domains:
+                    raise ConfigError(f"split.{s}: {s!r} is not one of the search's domains "
+                                      f"({', '.join(spec.domains)})")
+            spec.split_plans = plan_split(spec.data, counts, spec.split)
+            buckets = bucket_domains(spec.split_plans)
+            spec.domains = [b for d in spec.domains for b in buckets.get(d, [d])]
+            names |= {b for bs in buckets.values() for b in bs}
         if len(spec.domains) < 2:
             raise ConfigError("domains: a mixture needs at least 2 domains")
         if spec.frozen is not None:
@@ -131,7 +150,7 @@ def parse_spec(raw: Any, path: str = "<spec>") -> SearchSpec:
                     or not f["weights"]:
                 raise ConfigError("frozen: expected {name: <virtual domain>, weights: {domain: share}} or "
                                   "{name: ..., from: <an earlier search>/fit/proposal.json}")
-            if f["name"] in counts["sources"]:
+            if f["name"] in names:
                 raise ConfigError(f"frozen.name: {f['name']!r} is a source of the corpus; name the virtual domain "
                                   "otherwise")
             # every named domain is a member, a zero share too: the virtual domain replaces them all in the search
@@ -139,7 +158,7 @@ def parse_spec(raw: Any, path: str = "<spec>") -> SearchSpec:
             if any(v < 0 for v in f["weights"].values()) or sum(f["weights"].values()) <= 0:
                 raise ConfigError("frozen.weights: shares must be non-negative and not all zero")
             for d in f["weights"]:
-                if d not in counts["sources"]:
+                if d not in names:
                     raise ConfigError(f"frozen.weights.{d}: no source {d!r} in {counts_path}")
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None

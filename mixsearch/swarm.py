@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from mixsearch.manifests import load_counts, mixture_manifest
+from mixsearch.manifests import mixture_manifest, search_counts
 from mixsearch.rows import SwarmError
 from mixsearch.spec import SearchSpec
 
@@ -148,7 +148,10 @@ def plan_of(spec: SearchSpec) -> dict:
 def meta_of(spec: SearchSpec, doms: Domains, plan: dict, counts: dict, targets: Targets, mixtures) -> dict:
     with open(spec.proxy.config, "rb") as fh:
         cfg_sha = hashlib.sha256(fh.read()).hexdigest()
+    from mixsearch.split import record
+
     return {"domains": doms.names, "frozen": spec.frozen, "tokens": plan["tokens"], "steps": plan["steps"],
+            "split": record(spec.split_plans) if spec.split_plans else None,
             "proxy_config_sha256": cfg_sha, "tokenizer_sha256": counts["tokenizer"]["sha256"],
             "targets": targets.digests, "target_bytes": targets.bytes,
             "swarm": {"n": spec.swarm.n, "concentration": spec.swarm.concentration, "seed": spec.swarm.seed,
@@ -162,7 +165,8 @@ def check_meta(path: str, meta: dict) -> None:
         return
     with open(path, encoding="utf-8") as fh:
         old = json.load(fh)
-    for k in ("domains", "frozen", "tokens", "steps", "proxy_config_sha256", "tokenizer_sha256", "targets", "swarm"):
+    for k in ("domains", "frozen", "split", "tokens", "steps", "proxy_config_sha256", "tokenizer_sha256", "targets",
+              "swarm"):
         if old.get(k) != meta.get(k):
             raise SwarmError(f"{path}: this swarm was drawn with another {k} ({old.get(k)!r} -> {meta.get(k)!r}); "
                              "its rows would mean something else. Give the spec another name (or out:), or delete "
@@ -224,7 +228,7 @@ def run_swarm(spec: SearchSpec, only: list[int] | None = None) -> dict:
     """The whole swarm, resumable; -> {"path", "rows", "trained", "skipped", "wall_s"}."""
     t0 = time.time()
     out = spec.out_dir
-    counts = load_counts(spec.data)
+    counts = search_counts(spec)
     doms = Domains(spec, counts)
     plan = plan_of(spec)
     tokenizer = os.path.join(spec.data, "tokenized", counts["tokenizer"]["path"])

@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from mixsearch.manifests import load_counts, mixture_manifest, natural_shares
+from mixsearch.manifests import mixture_manifest, natural_shares, search_counts
 from mixsearch.rows import SwarmError
 from mixsearch.spec import SearchSpec
 
@@ -73,7 +73,7 @@ def run_verify(spec: SearchSpec) -> dict:
         raise SwarmError(f"{prop_path}: no proposal yet; run glassbox mix-search {spec.path} (swarm and fit) first")
     with open(prop_path, encoding="utf-8") as fh:
         proposal = json.load(fh)
-    counts = load_counts(spec.data)
+    counts = search_counts(spec)
     doms = Domains(spec, counts)
     plan = plan_of(spec)
     cfg = eval_config(spec, plan["steps"], out)

@@ -79,6 +79,23 @@ def test_a_planted_law_is_recovered_and_its_constrained_optimum_found(tmp_path):
     assert on_disk["weights"] == prop["weights"]
     fit = json.loads((tmp_path / "out" / "fit.json").read_text())
     assert len(fit["rows"]) == 15 and set(fit["rows"][0]["cv_predicted"]) == set(TRUE)
+    assert "warning" not in prop["fit"]
+
+
+def test_a_fit_that_ranks_no_better_than_chance_says_so(tmp_path, capsys):
+    """Losses that do not depend on the weights (noise only, as in a reuse swarm whose draws barely vary the new
+    source): the cross-validated rank correlation is not above 0 and the proposal carries a warning."""
+    rng = np.random.default_rng(3)
+    rows = [{"run": f"p{i}", "weights": {"a": float(w), "b": float(1 - w)}, "tokens": 1, "seed": i,
+             "losses": {"x": float(3 + rng.normal(0, 0.05))}} for i, w in enumerate(rng.uniform(0, 0.03, 5))]
+    swarm = tmp_path / "swarm.jsonl"
+    swarm.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    prop = run_fit(str(swarm), str(tmp_path / "out"))
+    if prop["fit"]["cv_spearman"] > 0:          # chance can rank 5 noisy rows; this seed does not
+        pytest.skip(f"cv_spearman {prop['fit']['cv_spearman']}")
+    assert "no learner ranks the swarm's rows better than chance" in prop["fit"]["warning"]
+    assert main([str(swarm), "--out", str(tmp_path / "again")]) == 0
+    assert "warning: the fit's" in capsys.readouterr().out
 
 
 def test_the_proposer_never_breaks_max_epochs():
