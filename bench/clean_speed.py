@@ -158,10 +158,30 @@ def load_tree(code: Path) -> dict:
             "pipeline.clean.batches", "pipeline.run.units", "jobs.clean")}
     finally:
         sys.path.remove(str(code))
-        for k in [k for k in sys.modules if k.split(".")[0] in ("pipeline", "glassbox", "jobs")]:
-            del sys.modules[k]
+        theirs = {k: sys.modules.pop(k) for k in [k for k in sys.modules
+                                                  if k.split(".")[0] in ("pipeline", "glassbox", "jobs")]}
         sys.modules.update(ours)
+    mods["_all"] = theirs
     return mods
+
+
+class side_modules:
+    """While active, `import pipeline...` inside functions (clean_partition imports clean_batch when it runs)
+    finds the modules of this side of the comparison."""
+
+    def __init__(self, mods: dict):
+        self.mods = mods.get("_all")
+
+    def __enter__(self):
+        if self.mods is not None:
+            self.saved = {k: sys.modules[k] for k in self.mods if k in sys.modules}
+            sys.modules.update(self.mods)
+
+    def __exit__(self, *exc):
+        if self.mods is not None:
+            for k in self.mods:
+                sys.modules.pop(k, None)
+            sys.modules.update(self.saved)
 
 
 def unit_steps(mods: dict, docs: list[dict], rounds: int) -> dict:
@@ -237,9 +257,10 @@ def compare(this: dict, base: dict, sets: dict[str, list[dict]]) -> int:
                 ident = mods["pipeline.clean.langid"].get_identifier(
                     str(mods["pipeline.clean.langid"].default_model_path()))
                 texts, urls = [d["text"] for d in docs], [d.get("url") for d in docs]
-                rows[side] = [r for i in range(0, len(docs), 512)
-                              for r in mods["pipeline.clean.stage"].clean_batch(texts[i:i + 512], ident, cfg,
-                                                                                urls[i:i + 512])]
+                with side_modules(mods):
+                    rows[side] = [r for i in range(0, len(docs), 512)
+                                  for r in mods["pipeline.clean.stage"].clean_batch(texts[i:i + 512], ident, cfg,
+                                                                                    urls[i:i + 512])]
             diff = [(i, k) for i, (a, b) in enumerate(zip(rows["this"], rows["baseline"]))
                     for k in sorted(set(a) | set(b)) if a.get(k, "<missing>") != b.get(k, "<missing>")
                     or type(a.get(k)) is not type(b.get(k))]
@@ -255,6 +276,7 @@ def main_unit(args) -> int:
         "pipeline.clean.batches", "pipeline.run.units", "jobs.clean")}
     base = load_tree(args.baseline.resolve())
     assert base["pipeline.clean.stage"] is not this["pipeline.clean.stage"]
+    print(f"baseline: {Path(base['pipeline.clean.stage'].__file__).parents[2]}", flush=True)
     with gzip.open(args.data / "web_en" / "c4-sample.jsonl.gz", "rt", encoding="utf-8") as f:
         c4 = [json.loads(line) for line in f]
     pages = english_pages(args.data, REPO / "build" / "bench" / "extracted_en.jsonl.gz")
@@ -264,7 +286,8 @@ def main_unit(args) -> int:
         report[name] = {"docs": len(docs), "chars_per_doc": round(chars)}
         for r in range(2):  # alternate which side goes first
             for side in (("this", "baseline") if r == 0 else ("baseline", "this")):
-                got = unit_steps(this if side == "this" else base, docs, args.rounds)
+                with side_modules(this if side == "this" else base):
+                    got = unit_steps(this if side == "this" else base, docs, args.rounds)
                 prev = report[name].get(side)
                 report[name][side] = got if prev is None else {k: min(v, prev[k]) for k, v in got.items()}
         print(f"{name}: {len(docs)} documents, {chars:.0f} characters each; CPU ms per document (best round)")
