@@ -198,3 +198,28 @@ def test_counts():
     assert s["n_chars"] == 6 and s["n_lines"] == 2
 
 
+
+
+def test_ngram_signals_numpy_path_equals_python_path():
+    """Pages of NUMPY_MIN_WORDS words or more take the numpy n-gram chain: the same values, to the bit, as the
+    Python chain, on prose, on pages repeating passages of every length, and on runs of one word."""
+    import random
+
+    from pipeline.clean.heuristics import _ngram_signals_np, _ngram_signals_py
+
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(60)] + ["the", "of", "and", "a"]
+    cases = [[rng.choice(vocab) for _ in range(n)] for n in (2, 3, 11, 250, 1200)]
+    for k in (3, 5, 9, 12, 40):  # a passage of k words repeated among fresh words
+        passage = [rng.choice(vocab) for _ in range(k)]
+        words = []
+        for _ in range(30):
+            words += [rng.choice(vocab) for _ in range(rng.randrange(0, 15))] + passage
+        cases.append(words)
+    cases += [["same"] * 600, ["a", "b"] * 400, [f"u{i}" for i in range(700)]]
+    for words in cases:
+        lens = list(map(len, words))
+        a, b = {}, {}
+        _ngram_signals_py(words, lens, sum(lens), a)
+        _ngram_signals_np(words, lens, sum(lens), b)
+        assert a == b and all(type(a[k]) is type(b[k]) for k in a), (len(words), a, b)
