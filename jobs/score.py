@@ -107,8 +107,10 @@ def run(spark, cfg, data_dir: str, ctx=None):
     extra = {"ppl_bucket_cutoffs": {lang: {"head_max": c[0], "middle_max": c[1]}
                                     for lang, c in sorted(cutoffs.items())},
              "bucket_percentiles": [low, high], "distributions": distributions,
-             "classifiers": [{"column": c.column, "languages": c.languages, "kind": c.kind,
-                              "model": os.path.basename(c.model)} for c in cfg.score.classifiers]}
+             "classifiers": [{"column": c.column, "languages": c.languages, "kind": c.kind, "axis": c.axis,
+                              "model": os.path.basename(c.model),
+                              **({"max_score": c.max_score} if c.max_score is not None else {})}
+                             for c in cfg.score.classifiers]}
     if edges:   # where each classifier's buckets were cut: the edges a mixture's buckets refer to
         extra["buckets"] = {b: {"score": col, "edges": edges[b], "names": spec.labels(), "quantiles": spec.quantiles}
                             for col, b, spec in cfg.score.bucketed()}

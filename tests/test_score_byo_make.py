@@ -1,6 +1,7 @@
 """Classifiers a user brings, through `make clean-dedup` as a user runs it (spark-submit, the pipeline zip): a
 Hugging Face regression model for English and a fastText model trained elsewhere (DCLM's labels) for Chinese,
-each cut into buckets (quantiles of the run, fixed edges); the columns in scored/ and dedup/. One make run."""
+each cut into buckets (quantiles of the run, fixed edges), and a spam classifier (`axis: spam`) beside the English
+one; the columns in scored/ and dedup/. One make run."""
 import json
 
 import pyarrow.dataset as ds
@@ -13,7 +14,8 @@ from score_fixtures import build_tiny_bert, train_fasttext_hq_cc
 from tests.conftest import REPO, make
 
 pytestmark = pytest.mark.slow
-COLUMNS = ["id", "lang", "quality", "quality_edu", "quality_dclm", "quality_edu_bucket", "quality_dclm_bucket"]
+COLUMNS = ["id", "lang", "quality", "quality_edu", "quality_dclm", "quality_edu_bucket", "quality_dclm_bucket",
+           "spam_en"]
 
 
 def test_hf_and_fasttext_classifiers_with_buckets_through_make(tmp_path):
@@ -25,7 +27,9 @@ def test_hf_and_fasttext_classifiers_with_buckets_through_make(tmp_path):
          "buckets": {"quantiles": [0.25, 0.5, 0.75]}},
         {"model": str(dclm), "kind": "fasttext", "languages": ["zh"], "column": "quality_dclm",
          "positive_label": "__label__hq", "preprocess": "dclm",
-         "buckets": {"edges": [0.5], "names": ["cc", "hq"]}}]
+         "buckets": {"edges": [0.5], "names": ["cc", "hq"]}},
+        # a spam score without max_score: a signal in its own column (the same toy model, its other label)
+        {"model": str(dclm), "kind": "fasttext", "languages": ["en"], "axis": "spam", "positive_label": "__label__cc"}]
     config = tmp_path / "byo.yaml"
     config.write_text(yaml.safe_dump(raw))
     data = tmp_path / "data"
@@ -35,7 +39,8 @@ def test_hf_and_fasttext_classifiers_with_buckets_through_make(tmp_path):
 
     stats = json.loads((data / "stats" / "score.json").read_text())["extra"]
     assert [(c["column"], c["kind"]) for c in stats["classifiers"]] == [("quality_edu", "hf"),
-                                                                        ("quality_dclm", "fasttext")]
+                                                                        ("quality_dclm", "fasttext"),
+                                                                        ("spam_en", "fasttext")]
     scored = ds.dataset(str(data / "scored"), format="parquet").to_table(columns=COLUMNS).to_pylist()
     en = [r for r in scored if r["lang"] == "en"]
     zh = [r for r in scored if r["lang"] == "zh"]
@@ -45,6 +50,8 @@ def test_hf_and_fasttext_classifiers_with_buckets_through_make(tmp_path):
     assert all(r["quality_dclm"] is not None and 0 <= r["quality_dclm"] <= 1 and r["quality_edu"] is None and
                r["quality"] == r["quality_dclm"] for r in zh)
     assert len({round(r["quality_edu"], 6) for r in en}) > len(en) / 2   # a real model's spread, not a constant
+    assert all(r["spam_en"] is not None and 0 <= r["spam_en"] <= 1 for r in en) and all(r["spam_en"] is None
+                                                                                       for r in zh)
 
     # quartiles of the run's English documents (nothing is dropped by score here, so scored/ holds them all)
     edu_edges = stats["buckets"]["quality_edu_bucket"]

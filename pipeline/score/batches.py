@@ -8,13 +8,13 @@ import pyarrow as pa
 
 from pipeline.rows import QUALITY, STATUS_COLUMNS
 from pipeline.run.spark_files import resolve_model
-from pipeline.score.settings import ScoreConfig
+from pipeline.score.settings import SPAM_AXIS, ScoreConfig
 
 
 def score_columns(score_cfg: ScoreConfig) -> list[tuple[str, pa.DataType]]:
-    """What the signal phase adds: each classifier's column, `quality` (the document's own language's score,
-    whichever classifier gave it: what min_quality, the stats, the report and dedup's keep-rule read), and
-    `perplexity`."""
+    """What the signal phase adds: each classifier's column, `quality` (the document's own language's score from
+    its quality classifier: what min_quality, the stats, the report and dedup's keep-rule read; a spam
+    classifier's score stays in its own column), and `perplexity`."""
     return [(c.column, pa.float64()) for c in score_cfg.classifiers] + [(QUALITY, pa.float64()),
                                                                        ("perplexity", pa.float64())]
 
@@ -29,7 +29,9 @@ def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
 
         classifiers = [get_classifier(c, resolve_model(c.model)) for c in score_cfg.classifiers]
         lm_langs = set(available_languages(score_cfg.kenlm_dir))
-        which: dict = {}   # language -> index of its classifier (None: unscored), looked up once per language
+        # language -> index of its quality classifier and of its spam classifier (None: unscored), looked up once
+        which: dict = {}
+        spam_of: dict = {}
         for batch in batches:
             texts = batch.column("text").to_pylist()
             langs = batch.column("lang").to_pylist()
@@ -40,11 +42,15 @@ def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
             for lang in set(langs):
                 if lang not in which:
                     which[lang] = score_cfg.classifier_for(lang)
+                    spam_of[lang] = score_cfg.classifier_for(lang, SPAM_AXIS)
             for k, clf in enumerate(classifiers):
-                idx = [i for i, lang in enumerate(langs) if which[lang] == k]
+                spam = score_cfg.classifiers[k].axis == SPAM_AXIS
+                idx = [i for i, lang in enumerate(langs) if (spam_of if spam else which)[lang] == k]
                 if idx:
                     for i, p in zip(idx, clf.predict_proba([texts[i] for i in idx], [langs[i] for i in idx])):
-                        per_model[k][i] = quality[i] = p
+                        per_model[k][i] = p
+                        if not spam:
+                            quality[i] = p
             for lang in lm_langs & set(langs):
                 idx = [i for i, l in enumerate(langs) if l == lang]
                 for i, p in zip(idx, get_scorer(score_cfg.kenlm_dir, lang).score_batch([texts[i] for i in idx])):
@@ -52,6 +58,16 @@ def score_partition(score_cfg: ScoreConfig, input_schema: pa.Schema):
             added = [pa.array(col, pa.float64()) for col in per_model + [quality, ppl]]
             yield pa.RecordBatch.from_arrays(batch.columns + added, schema=out_schema)
     return run
+
+
+def spam_scores(score_cfg: ScoreConfig, batch: pa.RecordBatch, langs: list) -> list:
+    """Each document's score from the spam classifier of its language (None: none scores it)."""
+    spam = [i for i, c in enumerate(score_cfg.classifiers) if c.axis == SPAM_AXIS]
+    if not spam:
+        return [None] * len(langs)
+    values = {i: batch.column(score_cfg.classifiers[i].column).to_pylist() for i in spam}
+    of = {lang: score_cfg.classifier_for(lang, SPAM_AXIS) for lang in set(langs)}
+    return [None if of[lang] is None else values[of[lang]][r] for r, lang in enumerate(langs)]
 
 
 def decide_columns(score_cfg: ScoreConfig) -> list[tuple[str, pa.DataType]]:
@@ -79,8 +95,9 @@ def decide_score_partition(score_cfg: ScoreConfig, cutoffs: dict, input_schema: 
             for col, bucket_col, spec in bucketed:
                 where, names = edges.get(bucket_col), spec.labels()
                 named.append(pa.array([cut(v, where, names) for v in batch.column(col).to_pylist()], pa.string()))
-            reasons = [score_reason(q, b, score_cfg, lang, doc)
-                       for doc, lang, q, b in zip(cols["id"], cols["lang"], cols[QUALITY], buckets)]
+            spam = spam_scores(score_cfg, batch, cols["lang"])
+            reasons = [score_reason(q, b, score_cfg, lang, doc, s)
+                       for doc, lang, q, b, s in zip(cols["id"], cols["lang"], cols[QUALITY], buckets, spam)]
             yield pa.RecordBatch.from_arrays(
                 batch.columns + [pa.array(buckets, pa.string())] + named +
                 [pa.array(["rejected" if r else "kept" for r in reasons], pa.string()),

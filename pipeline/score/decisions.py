@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 
-from pipeline.score.settings import BUCKETS, ScoreConfig
+from pipeline.score.settings import BUCKETS, SPAM_AXIS, ScoreConfig
 
 LOW_QUALITY = "low_quality"
 RANDOM_DROP = "random_drop"
+SPAM_CLASSIFIER = "spam_classifier"
 
 
 def random_draw(doc_id: str, seed: int) -> float:
@@ -47,11 +48,16 @@ def bucket_edges(cfg: ScoreConfig, quantiles: dict) -> dict[str, list[float] | N
 
 
 def score_reason(quality: float | None, bucket: str | None, cfg: ScoreConfig, lang: str | None = None,
-                 doc_id: str | None = None) -> str | None:
+                 doc_id: str | None = None, spam: float | None = None) -> str | None:
     """Why a scored document is dropped, or None. Unscored documents (null) are never dropped on quality; the
-    random drop (an ablation's control) applies to every document."""
+    random drop (an ablation's control) applies to every document; `spam`, the score of its language's spam
+    classifier, drops it at or above that classifier's max_score."""
     if cfg.random_drop and doc_id is not None and random_draw(doc_id, cfg.random_seed) < cfg.random_drop:
         return RANDOM_DROP
+    if spam is not None:
+        limit = cfg.classifiers[cfg.classifier_for(lang, SPAM_AXIS)].max_score
+        if limit is not None and spam >= limit:
+            return SPAM_CLASSIFIER
     # a threshold of 0 (the default) drops nothing, also on a regression head's scale, where scores may be negative
     threshold = cfg.threshold(cfg.classifier_for(lang))
     if quality is not None and threshold > 0 and quality < threshold:

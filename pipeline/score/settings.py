@@ -14,7 +14,12 @@ from glassbox.schema import setting
 DEFAULT_MODELS = "quality_models/default"
 BUCKETS = ("head", "middle", "tail")
 ANY_LANGUAGE = "*"
-_COLUMN = re.compile(r"^quality_[a-z0-9_]+$")
+_COLUMN = re.compile(r"^(quality|spam)_[a-z0-9_]+$")
+# What a classifier scores. quality: the probability of reference-like text, its documents' `quality` (min_quality
+# drops below it). spam: the probability of spam, a column of its own that never feeds `quality` (max_score drops at
+# or above it, reason spam_classifier). One classifier of each axis per language.
+QUALITY_AXIS, SPAM_AXIS = "quality", "spam"
+AXES = (QUALITY_AXIS, SPAM_AXIS)
 
 
 def _increasing_pair(p: list) -> str | None:
@@ -30,7 +35,8 @@ def _languages(v: list) -> str | None:
 
 def _column(v: str) -> str | None:
     return None if not v or _COLUMN.match(v) else \
-        f"a column name such as quality_en (quality_ then lower-case letters, digits or _), got {v!r}"
+        f"a column name such as quality_en or spam_zh (quality_ or spam_, then lower-case letters, digits or _), " \
+        f"got {v!r}"
 
 
 # The kinds of classifier the score stage runs (docs/quality.md): Glassbox's own fastText models (__label__hq and
@@ -56,7 +62,7 @@ def _increasing(v: list | None) -> str | None:
 
 def _bucket_column(v: str) -> str | None:
     return None if not v or _COLUMN.match(v) else \
-        f"a column name such as quality_en_bucket (quality_ then lower-case letters, digits or _), got {v!r}"
+        f"a column name such as quality_en_bucket (quality_ or spam_, then lower-case letters, digits or _), got {v!r}"
 
 
 @dataclass
@@ -91,7 +97,8 @@ class BucketSpec:
 
 @dataclass
 class ClassifierSpec:
-    """One quality classifier: the documents of its languages get its score in `column` and in `quality`."""
+    """One classifier: the documents of its languages get its score in `column` and, on the quality axis, in
+    `quality`."""
     # kind glassbox: a fastText model with __label__hq and __label__lq (glassbox train-classifier writes one);
     # fasttext: any fastText .bin/.ftz; hf: a local Hugging Face model folder
     model: str = setting()
@@ -107,10 +114,22 @@ class ClassifierSpec:
     batch_size: int = setting(32, ge=1)           # hf: documents per forward pass
     clip: list[float] | None = setting(None, check=_increasing)   # hf regression: [low, high], e.g. [0, 5]
     buckets: BucketSpec | None = None
+    axis: str = setting(QUALITY_AXIS, choices=AXES)   # spam: a spam score, its own column, never `quality`
+    max_score: float | None = setting(None, ge=0)    # spam axis: reject at or above it (default: never)
 
     def check(self) -> str | None:
         if not self.column and self.languages == [ANY_LANGUAGE]:
-            return "column: name the column of a classifier for every language (*), e.g. quality_any"
+            return f"column: name the column of a classifier for every language (*), e.g. {self.axis}_any"
+        if self.column and not self.column.startswith(f"{self.axis}_"):
+            return (f"column: a {self.axis} classifier's column starts with {self.axis}_ (so that nobody reads a "
+                    f"{'spam' if self.axis == SPAM_AXIS else 'quality'} score for the other), got {self.column!r}")
+        if self.axis == SPAM_AXIS and self.min_quality is not None:
+            return ("min_quality: a spam classifier's score is not a quality; it rejects at or above max_score "
+                    "(e.g. max_score: 0.5)")
+        if self.axis == QUALITY_AXIS and self.max_score is not None:
+            return "max_score: applies to axis: spam; a quality classifier drops below min_quality"
+        if self.max_score is not None and self.kind != HF and self.max_score > 1:
+            return f"max_score: must be <= 1 (a probability), got {self.max_score!r}"
         if self.kind != HF:
             for key in ("max_length", "clip"):
                 if getattr(self, key) is not None:
@@ -170,7 +189,7 @@ class ScoreConfig:
     def check(self) -> str | None:
         columns, claimed = [], {}
         for i, c in enumerate(self.classifiers):
-            c.column = c.column or f"quality_{c.languages[0]}"
+            c.column = c.column or f"{c.axis}_{c.languages[0]}"
             if c.column in columns:
                 return f"classifiers[{i}].column: {c.column} is written by another classifier too; name another"
             columns.append(c.column)
@@ -183,10 +202,11 @@ class ScoreConfig:
                 columns.append(c.buckets.column)
         for i, c in enumerate(self.classifiers):
             for lang in c.languages:
-                if lang in claimed:
-                    return (f"classifiers[{i}].languages: {lang} is scored by classifiers[{claimed[lang]}] already: "
-                            "each language has one classifier, whose score is its documents' quality")
-                claimed[lang] = i
+                if (c.axis, lang) in claimed:
+                    return (f"classifiers[{i}].languages: {lang} is scored by classifiers[{claimed[c.axis, lang]}] "
+                            f"already: each language has one {c.axis} classifier"
+                            + (", whose score is its documents' quality" if c.axis == QUALITY_AXIS else ""))
+                claimed[c.axis, lang] = i
         return None
 
     def bucketed(self) -> list[tuple[str, str, BucketSpec]]:
@@ -194,10 +214,12 @@ class ScoreConfig:
         return [(c.column, c.buckets.column or f"{c.column}_bucket", c.buckets)
                 for c in self.classifiers if c.buckets is not None]
 
-    def classifier_for(self, lang: str | None) -> int | None:
-        """The index of the classifier that scores a language: the one naming it, else one naming *."""
+    def classifier_for(self, lang: str | None, axis: str = QUALITY_AXIS) -> int | None:
+        """The index of the classifier of `axis` that scores a language: the one naming it, else one naming *."""
         fallback = None
         for i, c in enumerate(self.classifiers):
+            if c.axis != axis:
+                continue
             if lang in c.languages:
                 return i
             if ANY_LANGUAGE in c.languages:
