@@ -27,25 +27,17 @@ import os
 from dataclasses import dataclass
 
 from glassbox.schema import ConfigError, build, setting
+from pipeline.score.settings import strictly_increasing
 
 SEP = "@"
 UNSCORED = "unscored"
 SPLIT_DIR, SPLIT_FILE = "split", "split.json"
 
 
-def _increasing(v):
-    if v is None:
-        return None
-    if not v:
-        return "give at least one cut point"
-    bad = next((i for i in range(1, len(v)) if not v[i - 1] < v[i]), None)
-    return None if bad is None else f"must increase strictly, got {v!r} ({v[bad - 1]!r} then {v[bad]!r})"
-
-
 @dataclass
 class SplitRule:
     column: str = setting(why="a score column of the documents, e.g. quality_en, or a bucket column")
-    edges: list[float] | None = setting(None, check=_increasing)
+    edges: list[float] | None = setting(None, check=strictly_increasing)
     names: list[str] | None = None
     unscored: str | None = None
     from_: str = "decontaminated"          # the spec's key is `from`
@@ -62,7 +54,7 @@ def _quantiles(key: str, q) -> list[float]:
     if isinstance(q, list) and q and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in q):
         if not all(0 < x < 1 for x in q):
             raise ConfigError(f"{key}: fractions must lie in (0, 1), got {q!r}")
-        problem = _increasing(q)
+        problem = strictly_increasing(q)
         if problem:
             raise ConfigError(f"{key}: {problem}")
         return [float(x) for x in q]

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -147,6 +148,27 @@ def launch(manifest: Path, config: Path, run: Path, nproc: int = 1, sets=(), ste
     if check:
         assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     return r
+
+
+def roundtrip(config: Path, manifest: Path, chain: list, src: Path, step: int, root: Path) -> None:
+    """Carry checkpoint `step` of run `src` through the layouts of `chain` ([(name, sets)]): each `root/name` loads
+    the previous one's (train.checkpoint.reshard.load) and saves it at once, untrained (tests/reshard_worker.py)."""
+    prev = src
+    for name, sets in chain:
+        (root / name).mkdir()
+        shutil.copy(src / "config.json", root / name / "config.json")
+        nproc = 1
+        for s in sets:
+            if s.startswith("parallel."):
+                nproc *= int(s.split("=")[1])
+        cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone", f"--nproc_per_node={nproc}",
+               "tests/reshard_worker.py", str(config), str(manifest), "roundtrip", str(prev), str(step), str(root / name)]
+        for s in sets:
+            cmd += ["--set", s]
+        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
+                           env={**os.environ, "OMP_NUM_THREADS": "1"})
+        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+        prev = root / name
 
 
 # Cross-layout weight comparisons train with a large Adam eps. In fp32 two layouts differ only in the order of

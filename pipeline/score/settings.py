@@ -51,7 +51,8 @@ HQ = "__label__hq"
 FASTTEXT_MAX_CHARS = 20_000   # a fastText model reads this many characters by default (pipeline/score/quality.py)
 
 
-def _increasing(v: list | None) -> str | None:
+def strictly_increasing(v: list | None) -> str | None:
+    """The check of a list of cut points (score buckets here, mixsearch/split.py's too)."""
     if v is None:
         return None
     if not v:
@@ -72,8 +73,8 @@ class BucketSpec:
     the scores of this classifier's documents in the run (`quantiles`, computed as the perplexity buckets' are). A
     score equal to a cut point falls in the lower bucket."""
     column: str = setting("", check=_bucket_column)     # default: <classifier column>_bucket
-    edges: list[float] | None = setting(None, check=_increasing)
-    quantiles: list[float] | None = setting(None, gt=0, lt=1, check=_increasing)
+    edges: list[float] | None = setting(None, check=strictly_increasing)
+    quantiles: list[float] | None = setting(None, gt=0, lt=1, check=strictly_increasing)
     names: list[str] | None = setting(None)             # default: 0, 1, ... from the lowest scores up
 
     def cuts(self) -> list[float] | None:
@@ -112,7 +113,7 @@ class ClassifierSpec:
     max_chars: int | None = setting(None, ge=0)   # fastText kinds: characters read (default 20,000; 0: all)
     max_length: int | None = setting(None, ge=1)  # hf: tokens read (default the model's own maximum)
     batch_size: int = setting(32, ge=1)           # hf: documents per forward pass
-    clip: list[float] | None = setting(None, check=_increasing)   # hf regression: [low, high], e.g. [0, 5]
+    clip: list[float] | None = setting(None, check=strictly_increasing)   # hf regression: [low, high], e.g. [0, 5]
     buckets: BucketSpec | None = None
     axis: str = setting(QUALITY_AXIS, choices=AXES)   # spam: a spam score, its own column, never `quality`
     max_score: float | None = setting(None, ge=0)    # spam axis: reject at or above it (default: never)

@@ -24,10 +24,7 @@ three layouts and all three optimizer formats DeepSpeed writes (ZeRO-1 fp32, the
 ZeRO), saved at once each time, keeps every fp32 master weight and Adam moment bit for bit.
 """
 import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -35,7 +32,7 @@ import torch
 from train.checkpoint import reshard
 from train.export.weights import find_checkpoint, merge_checkpoint, meta_model, partition_dims
 from train.loop.metrics import read_metrics
-from train_fixtures import EQUIVALENCE_EPS, REPO, WEIGHT_ATOL, launch, make_dataset, weight_mismatches
+from train_fixtures import EQUIVALENCE_EPS, WEIGHT_ATOL, launch, make_dataset, roundtrip, weight_mismatches
 
 pytestmark = pytest.mark.slow
 
@@ -188,19 +185,7 @@ def test_conversion_is_bit_exact_across_layouts_and_optimizer_formats(runs):
     chain = [("W1", layout(1, 1, 2, **{"train.precision": "bf16"})),
              ("W2", layout(2, 1, 1, **{"train.zero_stage": 0})),
              ("W3", layout(1, 2, 1))]
-    prev = src
-    for name, sets in chain:
-        (root / name).mkdir()
-        shutil.copy(src / "config.json", root / name / "config.json")
-        cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone",
-               f"--nproc_per_node={eval_nproc(sets)}", "tests/reshard_worker.py", str(cfg), str(manifest),
-               "roundtrip", str(prev), "10", str(root / name)]
-        for s in sets:
-            cmd += ["--set", s]
-        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        prev = root / name
+    roundtrip(cfg, manifest, chain, src, 10, root)
     model_cfg = find_checkpoint(src).model_cfg
     ref = _universal(src / "checkpoints" / "step_00000010", model_cfg)
     assert all(v["step"] == 10.0 and "exp_avg" in v for v in ref.values())

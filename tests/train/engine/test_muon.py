@@ -3,10 +3,7 @@ AdamW on embeddings, head and norms; its state saved and resumed bit for bit; te
 the whole matrix (TP2 matches one process), and a TP2 checkpoint resumed as a two-stage pipeline over two data
 ranks (train/checkpoint/reshard.py carrying the momentum) matching one process."""
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,7 @@ from train.engine.muon import MuonAdamW, orthogonalise, param_groups, whole_upda
 from train.export.weights import find_checkpoint, merge_checkpoint
 from train.loop.metrics import read_metrics
 from train.model.transformer import Llama, ModelConfig
-from train_fixtures import EQUIVALENCE_EPS, REPO, launch, make_dataset, weight_mismatches
+from train_fixtures import EQUIVALENCE_EPS, launch, make_dataset, roundtrip, weight_mismatches
 
 
 def test_newton_schulz_drives_singular_values_towards_one():
@@ -191,18 +188,7 @@ def test_muon_state_converts_through_every_optimizer_format(tmp_path):
     launch(manifest, cfg, tmp_path / "src", nproc=2, sets=["parallel.tp=2"], steps=4)
     chain = [("bf16", ["parallel.dp=2", "train.precision=bf16"]), ("zero1", ["parallel.dp=2", "train.zero_stage=1"]),
              ("plain", ["parallel.pp=2", "train.zero_stage=0"])]
-    prev = tmp_path / "src"
-    for name, sets in chain:
-        (tmp_path / name).mkdir()
-        shutil.copy(tmp_path / "src" / "config.json", tmp_path / name / "config.json")
-        cmd = [os.path.join(os.path.dirname(sys.executable), "torchrun"), "--standalone", "--nproc_per_node=2",
-               "tests/reshard_worker.py", str(cfg), str(manifest), "roundtrip", str(prev), "4", str(tmp_path / name)]
-        for s in sets:
-            cmd += ["--set", s]
-        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "OMP_NUM_THREADS": "1"})
-        assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-        prev = tmp_path / name
+    roundtrip(cfg, manifest, chain, tmp_path / "src", 4, tmp_path)
     model_cfg = find_checkpoint(tmp_path / "src").model_cfg
     dims = partition_dims(meta_model(model_cfg))
     ref = _universal(tmp_path / "src" / "checkpoints" / "step_00000004", model_cfg.n_layers, dims)
