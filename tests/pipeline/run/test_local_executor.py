@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import types
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import load_config
-from pipeline.run.local import LocalSession, choose_executor, master_cores
+from pipeline.run.local import PRELOAD, LocalSession, choose_executor, master_cores
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -67,6 +68,8 @@ def test_tasks_in_local_processes_as_spark_runs_them():
         with pytest.raises(ZeroDivisionError):
             sc.parallelize([0, 1], 2).map(lambda x: 1 / x).collect()
         assert not started                                  # nothing asked for a real session
+        # imported before the fork, not once per worker on its first unit (issue 42: a small command's fixed cost)
+        assert sc.parallelize([0, 1], 2).map(lambda _: all(m in sys.modules for m in PRELOAD)).collect() == [True] * 2
     finally:
         session.stop()
 
@@ -142,8 +145,6 @@ def test_incremental_command_runs_without_the_jvm_and_decides_as_the_full_run(tm
     B's input files, not A, whose index the dedup stage reads a file at a time) and starts no Spark at any stage;
     its decisions on B are those of the whole command over A and B together from scratch, where that run ranks
     A's documents first too (bench/incremental_whole.py's check: no classifier scores, A's ids sorting first)."""
-    import sys
-
     sys.path.insert(0, str(REPO))
     from bench.incremental_dedup import agreement, crawls, decisions
     from bench.incremental_whole import ground_ids, write_config, write_jsonl
