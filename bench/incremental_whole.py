@@ -143,6 +143,11 @@ def rejected_elsewhere(data: Path, ids: set[str]) -> dict[str, tuple[str, str]]:
 def compare(inc_data: Path, full_data: Path, new_ids: set[str], refetched: set[str]) -> dict:
     inc, full = decisions(inc_data), decisions(full_data)
     e = agreement(inc, full, new_ids)
+    # B documents the incremental run removes for an old one that the full run keeps, dropping that old one
+    # instead (its keep rule ranks by score: a better-scored new copy wins there, never in an incremental run)
+    only_inc = [i for i in inc if i in new_ids and i not in full]
+    e["kept_by_full_over_the_old"] = sum(1 for i in only_inc if inc[i][1] in full and full[inc[i][1]][1] == i)
+    e["only_incremental"] = len(only_inc)
     e["rejected_before_dedup_same"] = (rejected_elsewhere(inc_data, new_ids) == rejected_elsewhere(full_data, new_ids))
     e["refetched_in_incremental"] = dict(sorted(_count(inc.get(i, ("kept",))[0] for i in refetched).items()))
     return e
@@ -233,7 +238,9 @@ def main() -> None:
                   f"{summary[ex]['full_median_s']:.1f}s {summary[ex]['full_spread_s']}, ratio {summary[ex]['ratio']:.3f} "
                   f"{summary[ex]['ratio_spread']}; on B: P {ag['precision']:.4f} R {ag['recall']:.4f} pairs "
                   f"{ag['pairs']:.4f} (removed {ag['removed_incremental']}/{ag['removed_full']}, other "
-                  f"{ag['pairs_other']}, named-by-full-removed {ag['other_named_by_full_removed']}), earlier stages same "
+                  f"{ag['pairs_other']}, named-by-full-removed {ag['other_named_by_full_removed']}; removed only incrementally "
+                  f"{ag['only_incremental']}, of which the full run kept over the old document {ag['kept_by_full_over_the_old']}), "
+                  f"earlier stages same "
                   f"{ag['rejected_before_dedup_same']}, re-fetched {ag['refetched_in_incremental']}", flush=True)
         result["runs"][variant] = {"build_old": built, "runs": runs, "summary": summary,
                                    "incremental_same_across_executors": same_across}
