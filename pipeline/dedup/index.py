@@ -34,13 +34,14 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from pipeline.dedup.exact import exact_hash
 from pipeline.dedup.sketch import sketch_arrays
 from pipeline.read.storage import StorageError, glob_inputs, is_url, open_input
-from pipeline.run.units import replace_dir, write_json_atomic
+
+# pyarrow.compute, pyarrow.parquet and pipeline.run.units are imported where the index is read or written:
+# `glassbox config check` (a process of its own in `make clean-dedup`) opens the indexes of `against` with what
+# is above only, a fifth of a second less on every incremental command (issue 42)
 
 INDEX_DIR = "dedup_index"
 MANIFEST = "_index.json"  # "_": Parquet readers (Spark, pyarrow) skip it when they read the folder
@@ -219,6 +220,8 @@ def index_rows(ids: list[str], sources: list, hashes: list[str], bands: list | N
 
 def write_parts(folder: str, parts: list[tuple[str, pa.Table]]) -> None:
     """The index's Parquet files into `folder` (a side folder, made here), small row groups, rows as given."""
+    import pyarrow.parquet as pq
+
     os.makedirs(folder, exist_ok=True)
     for name, table in parts:
         pq.write_table(table.cast(SCHEMA), os.path.join(folder, name), compression="zstd", row_group_size=ROW_GROUP)
@@ -227,6 +230,10 @@ def write_parts(folder: str, parts: list[tuple[str, pa.Table]]) -> None:
 def finish(tmp: str, data_dir: str, settings: dict, against: list[IndexRef]) -> dict:
     """_index.json for the Parquet files in `tmp` (written by either dedup path), then `tmp` swapped in as
     DATA/dedup_index. The manifest comes last: an index without one is a half-written index."""
+    import pyarrow.parquet as pq
+
+    from pipeline.run.units import replace_dir, write_json_atomic
+
     files = []
     for name in sorted(os.listdir(tmp)):
         if name.endswith(".parquet") and not name.startswith(("_", ".")):
@@ -250,6 +257,8 @@ def writing_dir(data_dir: str) -> str:
 
 def _any_in(lists: pa.ChunkedArray | pa.Array, keys: np.ndarray) -> np.ndarray:
     """Per row of a list<int64> column: whether any of its values is in `keys` (sorted, unique)."""
+    import pyarrow.compute as pc
+
     arr = lists.combine_chunks() if isinstance(lists, pa.ChunkedArray) else lists
     out = np.zeros(len(arr), dtype=bool)
     if len(arr) == 0 or len(keys) == 0:
@@ -266,6 +275,9 @@ def read_matching(indexes: list[IndexRef], ids: set[str], hashes: set[str], keys
     """The rows of the old corpora a new crawl can meet: same id, same exact hash, or a band key in common
     (`keys`: the new documents' band keys). Reads every file's id, hash and band columns, and the shingle
     sets of the matching rows only; one file at a time. Adds `_index` (the position in `indexes`)."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
     keys = np.unique(np.asarray(keys, dtype=np.int64))
     id_set, hash_set = pa.array(sorted(ids), pa.string()), pa.array(sorted(hashes), pa.string())
     parts = []

@@ -31,6 +31,11 @@ from typing import Callable, Iterable
 
 DEFAULT_LOCAL_MAX_BYTES = 256 << 20   # input files (compressed, as listed): below it, no JVM
 EXECUTORS = ("auto", "local", "spark")
+# Imported once in the driver before the pool forks, rather than once in every worker: pyarrow imports pandas the
+# first time a unit builds a batch from rows (RecordBatch.from_pylist: every extract unit), and pq.read_table
+# imports pyarrow.dataset (and pandas) in the driver's checks anyway; about half a second of CPU per process, which
+# on 2 cores was a tenth of a small incremental `make clean-dedup` (issue 42).
+PRELOAD = ("pandas", "pyarrow.dataset")
 
 _DELTAS: dict[int, int] = {}   # in a pool worker: what its task added to each accumulator
 
@@ -244,6 +249,16 @@ def _accumulators_of(fn) -> list[LocalAccumulator]:
     return found
 
 
+def _preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 class LocalSession:
     """Stands in for a SparkSession: tasks in local processes; anything else starts `make_real()` once."""
 
@@ -253,6 +268,7 @@ class LocalSession:
         self.sparkContext = LocalContext(self, cores, dumps)
         self.started_real_s = 0.0
         if cores > 1:
+            _preload()
             self.sparkContext.pool()  # forked now, before any progress thread, with the stages' modules imported
 
     def real(self):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import types
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.config import load_config
-from pipeline.run.local import LocalSession, choose_executor, master_cores
+from pipeline.run.local import PRELOAD, LocalSession, choose_executor, master_cores
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -67,6 +68,8 @@ def test_tasks_in_local_processes_as_spark_runs_them():
         with pytest.raises(ZeroDivisionError):
             sc.parallelize([0, 1], 2).map(lambda x: 1 / x).collect()
         assert not started                                  # nothing asked for a real session
+        # imported before the fork, not once per worker on its first unit (issue 42: a small command's fixed cost)
+        assert sc.parallelize([0, 1], 2).map(lambda _: all(m in sys.modules for m in PRELOAD)).collect() == [True] * 2
     finally:
         session.stop()
 
@@ -133,3 +136,50 @@ def test_demo_config_both_ways_writes_the_same_files(tmp_path):
             assert _plain(json.loads(a.read_text()), str(local)) == _plain(json.loads(b.read_text()), str(spark_data)), name
         else:
             assert a.read_bytes() == b.read_bytes(), name
+
+
+# ---- incremental dedup as a whole command (issue 42) ------------------------------------------------------
+
+def test_incremental_command_runs_without_the_jvm_and_decides_as_the_full_run(tmp_path, monkeypatch):
+    """`make clean-dedup` of a new crawl B with `dedup.against: [A]` takes the local executor (the choice counts
+    B's input files, not A, whose index the dedup stage reads a file at a time) and starts no Spark at any stage;
+    its decisions on B are those of the whole command over A and B together from scratch, where that run ranks
+    A's documents first too (bench/incremental_whole.py's check: no classifier scores, A's ids sorting first)."""
+    sys.path.insert(0, str(REPO))
+    from bench.incremental_dedup import agreement, crawls, decisions
+    from bench.incremental_whole import ground_ids, write_config, write_jsonl
+    from jobs import clean_dedup
+
+    old, new = crawls(40, 10, seed=3)
+    again = {d["id"] for d in new if d["id"].startswith("a")}
+    ground_ids(old, old=True)
+    ground_ids([d for d in new if d["id"] not in again], old=False)
+    first = {d["id"]: d for d in old}
+    for d in new:
+        if d["id"] in again:   # a record of A fetched again: its id and text
+            d["sid"], d["did"] = first[d["id"]]["sid"], first[d["id"]]["did"]
+    write_jsonl(old, tmp_path / "in" / "A")
+    write_jsonl(new, tmp_path / "in" / "B")
+    cfg = {name: write_config(tmp_path / f"{name}.yaml", [tmp_path / "in" / f for f in folders], against, False)
+           for name, folders, against in (("a", "A", []), ("b", "B", [tmp_path / "A"]), ("full", "AB", []))}
+
+    monkeypatch.chdir(REPO)
+    for k, v in (("SPARK_MASTER", "local[2]"), ("GLASSBOX_EXECUTOR", "auto"), ("PYSPARK_SUBMIT_ARGS", "pyspark-shell")):
+        monkeypatch.setenv(k, v)
+    monkeypatch.delenv("GLASSBOX_LOCAL_MAX_BYTES", raising=False)
+    monkeypatch.setattr(clean_dedup, "get_spark", lambda *a, **k: pytest.fail("a Spark session was started"))
+    monkeypatch.setattr(os, "execv", lambda *a: pytest.fail(f"spark-submit was chosen: {a}"))
+    runs = {}
+    for name, data in (("a", "A"), ("b", "B"), ("full", "full")):
+        clean_dedup.main(["--config", str(cfg[name]), "--data", str(tmp_path / data), "--or-submit", "spark-submit"])
+        runs[name] = json.loads((tmp_path / data / "stats" / "run.json").read_text())
+        assert runs[name]["executor"] == "local" and runs[name]["master"].endswith("no JVM"), runs[name]
+    dedup_b = json.loads((tmp_path / "B" / "stats" / "dedup.json").read_text())
+    assert dedup_b["extra"]["path"] == "local"
+    assert dedup_b["extra"]["against"]["indexes"] == [str(tmp_path / "A" / "dedup_index")]
+
+    refetched = {d["did"] for d in new if d["id"] in again}
+    inc, full = decisions(tmp_path / "B"), decisions(tmp_path / "full")
+    ag = agreement(inc, full, {d["did"] for d in new} - refetched)
+    assert ag["removed_incremental"] > 10 and (ag["precision"], ag["recall"], ag["pairs"]) == (1.0, 1.0, 1.0), ag
+    assert refetched and refetched <= set(inc)   # A's records again: removed, never kept twice
