@@ -375,22 +375,45 @@ def run_glassbox(root: Path, width: int) -> dict:
             "removed": sum(stats["rejected"].values()), "info": stats["extra"]}
 
 
-def run_datatrove(root: Path, width: int) -> dict:
-    work = root / "datatrove"
-    shutil.rmtree(work, ignore_errors=True)
-    out = root / "datatrove.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    wall, peak = run_child([str(PEERS_PY), str(REPO / "bench" / "datatrove_minhash.py"), "--input",
-                            str(root / "jsonl"), "--work", str(work), "--tasks", str(width), "--out", str(out)],
-                           env, root / "datatrove.log")
-    res = json.loads(out.read_text())
+def corpus_digest(docs: list[dict]) -> str:
+    """sha256 of the documents' ids in order (an id is a hash of its text): the same corpus, or not."""
+    return hashlib.sha256("\n".join(d["id"] for d in docs).encode()).hexdigest()[:16]
+
+
+def run_datatrove(root: Path, width: int, stored: Path | None = None, digest: str | None = None) -> dict:
+    """DataTrove on root/jsonl. With `stored` (a JSON file): when it exists and holds a run on the same
+    corpus (`digest`) with the same width, that run is read instead of running DataTrove again (its wall
+    does not depend on Glassbox's code; it was measured once, under the load it records); when it does
+    not exist, this run is written there."""
+    if stored is not None and stored.exists():
+        res = json.loads(stored.read_text())
+        if res.get("corpus") != digest or res.get("width") != width:
+            raise SystemExit(f"{stored} holds a DataTrove run of another corpus or width "
+                             f"({res.get('corpus')}, {res.get('width')}; want {digest}, {width})")
+        wall, peak = res["process_wall_s"], res["peak_rss"]
+    else:
+        work = root / "datatrove"
+        shutil.rmtree(work, ignore_errors=True)
+        out = root / "datatrove.json"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        load = os.getloadavg()
+        wall, peak = run_child([str(PEERS_PY), str(REPO / "bench" / "datatrove_minhash.py"), "--input",
+                                str(root / "jsonl"), "--work", str(work), "--tasks", str(width), "--out", str(out)],
+                               env, root / "datatrove.log")
+        res = json.loads(out.read_text())
+        res.update({"corpus": digest, "width": width, "process_wall_s": round(wall, 2), "peak_rss": peak,
+                    "load_avg_start": load, "load_avg_end": os.getloadavg(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        if stored is not None:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_text(json.dumps(res))
     removed = set(res["removed"])
     kept_of_cluster = {cid: doc_id for doc_id, cid in res["clusters"].items() if doc_id not in removed}
     duplicate_of = {d: kept_of_cluster[res["clusters"][d]] for d in removed}  # DataTrove keeps one per cluster
     kept = set(json.loads(line)["id"] for path in (root / "jsonl").glob("*.jsonl")
                for line in open(path, encoding="utf-8")) - removed
     return {"wall_s": res["wall_s"], "process_wall_s": round(wall, 2), "stage_s": res["stage_s"],
-            "peak_rss": peak, "decisions": (kept, duplicate_of, groups_from_links(list(duplicate_of.items())))}
+            "peak_rss": peak, "stored_run": str(stored) if stored is not None else None,
+            "load_avg": [res.get("load_avg_start"), res.get("load_avg_end")], "decisions": (kept, duplicate_of, groups_from_links(list(duplicate_of.items())))}
 
 
 def main() -> None:
@@ -405,8 +428,14 @@ def main() -> None:
     ap.add_argument("--event-log", action="store_true", help="write Spark's event log under each size's folder")
     ap.add_argument("--local-max-bytes", type=int, default=0,
                     help="dedup.local_max_bytes (default 0: always the distributed path)")
+    ap.add_argument("--systems", default="glassbox,datatrove", help="which systems to run (comma-separated)")
+    ap.add_argument("--datatrove-store", type=Path, default=None,
+                    help="folder of stored DataTrove runs (datatrove-n{size}-w{width}.json): a stored run of the same "
+                         "corpus is read instead of running DataTrove again; a missing one is written")
     args = ap.parse_args()
-    peers = args.peers == "auto" and PEERS_PY.exists()
+    systems_wanted = set(args.systems.split(","))
+    peers = args.peers == "auto" and "datatrove" in systems_wanted and (
+        PEERS_PY.exists() or args.datatrove_store is not None)
     if args.peers == "auto" and not peers:
         print(f"DataTrove not installed ({PEERS_PY} missing): run `make bench-peers` to compare", file=sys.stderr)
     result: dict = {"width": args.width, "threshold": THRESHOLD, "ngram": NGRAM, "cpus": os.cpu_count(),
@@ -418,23 +447,28 @@ def main() -> None:
         truth = truth_pairs(docs)
         root = args.work / f"n{n}"
         prepare(docs, root, files=max(2, args.width), event_log=args.event_log, local_max_bytes=args.local_max_bytes)
+        digest = corpus_digest(docs)
         entry = {"docs": n, "words": sum(len(d["text"].split()) for d in docs), "truth_pairs": len(truth),
-                 "corpus_s": round(time.perf_counter() - t0, 1)}
-        systems = [("glassbox", run_glassbox)] + ([("datatrove", run_datatrove)] if peers else [])
+                 "corpus": digest, "corpus_s": round(time.perf_counter() - t0, 1)}
+        stored = (args.datatrove_store / f"datatrove-n{n}-w{args.width}.json") if args.datatrove_store else None
+        systems = ([("glassbox", run_glassbox)] if "glassbox" in systems_wanted else []) + (
+            [("datatrove", lambda root, width: run_datatrove(root, width, stored, digest))] if peers else [])
         for name, run in systems:
+            load = os.getloadavg()
             r = run(root, args.width)
+            r.setdefault("load_avg", [load, os.getloadavg()])
             r.update(score(*r.pop("decisions"), truth, sim))
             r["docs_per_s"] = round(n / r["wall_s"], 1)
             entry[name] = r
             print(f"{n:>7} {name:<10} wall {r['wall_s']:>7.1f}s  {r['docs_per_s']:>7.1f} docs/s  "
                   f"P {r['precision']:.4f} R {r['recall']:.4f}  rss {r['peak_rss']}", flush=True)
-        if peers:
+        if "glassbox" in entry and "datatrove" in entry:
             entry["speed_vs_datatrove"] = round(entry["datatrove"]["wall_s"] / entry["glassbox"]["wall_s"], 2)
         result["sizes"][str(n)] = entry
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     sizes = sorted(result["sizes"], key=int)
-    if len(sizes) > 1:
+    if len(sizes) > 1 and all("glassbox" in result["sizes"][k] for k in sizes):
         lo, hi = result["sizes"][sizes[0]]["glassbox"], result["sizes"][sizes[-1]]["glassbox"]
         result["time_ratio_largest_smallest"] = round(hi["wall_s"] / lo["wall_s"], 2)
         result["driver_rss_ratio_largest_smallest"] = {
