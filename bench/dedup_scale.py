@@ -353,14 +353,37 @@ def event_log_summary(folder: Path) -> dict:
             "slowest_stages": sorted(stage_s, reverse=True)[:5]}
 
 
-def run_glassbox(root: Path, width: int) -> dict:
+# The dedup stage through pipeline/run/local.py's executor (no JVM), as `make clean-dedup` runs it below
+# LOCAL_MAX_BYTES: the stage's own functions in `width` local processes; a step needing Spark fails here.
+LOCAL_EXECUTOR = """
+import sys
+from pyspark import cloudpickle
+from jobs.dedup import SPEC
+from pipeline.config import load_config
+from pipeline.run.local import LocalSession
+from pipeline.run.runner import Runner
+
+def no_spark():
+    raise SystemExit("the dedup stage asked for a Spark session on the local executor")
+
+config, data, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+runner = Runner(lambda: LocalSession(width, no_spark, cloudpickle.dumps), load_config(config), data)
+print(runner.run(SPEC, force=True).stats.summary())
+runner.spark.stop()
+"""
+
+
+def run_glassbox(root: Path, width: int, executor: str = "spark") -> dict:
     import pyarrow.dataset as ds
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_MASTER": f"local[{width}]",
            "SPARK_CONF_DIR": str(REPO / "conf"), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    wall, peak = run_child([sys.executable, "-m", "jobs.dedup", "--config", str(root / "config.yaml"),
-                            "--data", str(root)], env, root / "glassbox.log")
+    if executor == "local":
+        cmd = [sys.executable, "-c", LOCAL_EXECUTOR, str(root / "config.yaml"), str(root), str(width)]
+    else:
+        cmd = [sys.executable, "-m", "jobs.dedup", "--config", str(root / "config.yaml"), "--data", str(root)]
+    wall, peak = run_child(cmd, env, root / "glassbox.log")
     stats = json.loads((root / "stats" / "dedup.json").read_text())
     kept = ds.dataset(root / "dedup", format="parquet").to_table(columns=["id"]).column("id").to_pylist()
     rej = ds.dataset(root / "rejected" / "stage=dedup", format="parquet").to_table(
@@ -369,7 +392,7 @@ def run_glassbox(root: Path, width: int) -> dict:
     groups = groups_from_links(list(duplicate_of.items()))
     near = stats["extra"].get("near", {})
     events = event_log_summary(root / "spark-events") if (root / "spark-events").exists() else None
-    return {"spark": events, "wall_s": stats["wall_s"], "process_wall_s": round(wall, 2), "peak_rss": peak,
+    return {"executor": executor, "path": stats["extra"].get("path"), "spark": events, "wall_s": stats["wall_s"], "process_wall_s": round(wall, 2), "peak_rss": peak,
             "decisions": (set(kept), duplicate_of, groups),
             "candidate_pairs": near.get("candidate_pairs"), "verified_pairs": near.get("verified_pairs"),
             "removed": sum(stats["rejected"].values()), "info": stats["extra"]}
@@ -428,6 +451,11 @@ def main() -> None:
     ap.add_argument("--event-log", action="store_true", help="write Spark's event log under each size's folder")
     ap.add_argument("--local-max-bytes", type=int, default=0,
                     help="dedup.local_max_bytes (default 0: always the distributed path)")
+    ap.add_argument("--executor", choices=("spark", "local"), default="spark",
+                    help="our stage under jobs/dedup.py on Spark local[width], or pipeline/run/local.py's executor "
+                         "(no JVM; needs the local path: --local-max-bytes above the input's text)")
+    ap.add_argument("--save-decisions", type=Path, default=None,
+                    help="write our removed ids and their duplicate_of to PREFIX.n{size}.json")
     ap.add_argument("--systems", default="glassbox,datatrove", help="which systems to run (comma-separated)")
     ap.add_argument("--datatrove-store", type=Path, default=None,
                     help="folder of stored DataTrove runs (datatrove-n{size}-w{width}.json): a stored run of the same "
@@ -451,11 +479,15 @@ def main() -> None:
         entry = {"docs": n, "words": sum(len(d["text"].split()) for d in docs), "truth_pairs": len(truth),
                  "corpus": digest, "corpus_s": round(time.perf_counter() - t0, 1)}
         stored = (args.datatrove_store / f"datatrove-n{n}-w{args.width}.json") if args.datatrove_store else None
-        systems = ([("glassbox", run_glassbox)] if "glassbox" in systems_wanted else []) + (
+        systems = ([("glassbox", lambda root, width: run_glassbox(root, width, args.executor))] if "glassbox" in systems_wanted else []) + (
             [("datatrove", lambda root, width: run_datatrove(root, width, stored, digest))] if peers else [])
         for name, run in systems:
             load = os.getloadavg()
             r = run(root, args.width)
+            if args.save_decisions and name == "glassbox":  # to compare two versions' decisions
+                args.save_decisions.parent.mkdir(parents=True, exist_ok=True)
+                dup = r["decisions"][1]
+                Path(f"{args.save_decisions}.n{n}.json").write_text(json.dumps(dict(sorted(dup.items()))))
             r.setdefault("load_avg", [load, os.getloadavg()])
             r.update(score(*r.pop("decisions"), truth, sim))
             r["docs_per_s"] = round(n / r["wall_s"], 1)
