@@ -464,7 +464,7 @@ def main() -> None:
     systems_wanted = set(args.systems.split(","))
     peers = args.peers == "auto" and "datatrove" in systems_wanted and (
         PEERS_PY.exists() or args.datatrove_store is not None)
-    if args.peers == "auto" and not peers:
+    if args.peers == "auto" and "datatrove" in systems_wanted and not peers:
         print(f"DataTrove not installed ({PEERS_PY} missing): run `make bench-peers` to compare", file=sys.stderr)
     result: dict = {"width": args.width, "threshold": THRESHOLD, "ngram": NGRAM, "cpus": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "sizes": {}}
