@@ -353,14 +353,37 @@ def event_log_summary(folder: Path) -> dict:
             "slowest_stages": sorted(stage_s, reverse=True)[:5]}
 
 
-def run_glassbox(root: Path, width: int) -> dict:
+# The dedup stage through pipeline/run/local.py's executor (no JVM), as `make clean-dedup` runs it below
+# LOCAL_MAX_BYTES: the stage's own functions in `width` local processes; a step needing Spark fails here.
+LOCAL_EXECUTOR = """
+import sys
+from pyspark import cloudpickle
+from jobs.dedup import SPEC
+from pipeline.config import load_config
+from pipeline.run.local import LocalSession
+from pipeline.run.runner import Runner
+
+def no_spark():
+    raise SystemExit("the dedup stage asked for a Spark session on the local executor")
+
+config, data, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+runner = Runner(lambda: LocalSession(width, no_spark, cloudpickle.dumps), load_config(config), data)
+print(runner.run(SPEC, force=True).stats.summary())
+runner.spark.stop()
+"""
+
+
+def run_glassbox(root: Path, width: int, executor: str = "spark") -> dict:
     import pyarrow.dataset as ds
 
     env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_MASTER": f"local[{width}]",
            "SPARK_CONF_DIR": str(REPO / "conf"), "PYSPARK_PYTHON": sys.executable,
            "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    wall, peak = run_child([sys.executable, "-m", "jobs.dedup", "--config", str(root / "config.yaml"),
-                            "--data", str(root)], env, root / "glassbox.log")
+    if executor == "local":
+        cmd = [sys.executable, "-c", LOCAL_EXECUTOR, str(root / "config.yaml"), str(root), str(width)]
+    else:
+        cmd = [sys.executable, "-m", "jobs.dedup", "--config", str(root / "config.yaml"), "--data", str(root)]
+    wall, peak = run_child(cmd, env, root / "glassbox.log")
     stats = json.loads((root / "stats" / "dedup.json").read_text())
     kept = ds.dataset(root / "dedup", format="parquet").to_table(columns=["id"]).column("id").to_pylist()
     rej = ds.dataset(root / "rejected" / "stage=dedup", format="parquet").to_table(
@@ -369,28 +392,51 @@ def run_glassbox(root: Path, width: int) -> dict:
     groups = groups_from_links(list(duplicate_of.items()))
     near = stats["extra"].get("near", {})
     events = event_log_summary(root / "spark-events") if (root / "spark-events").exists() else None
-    return {"spark": events, "wall_s": stats["wall_s"], "process_wall_s": round(wall, 2), "peak_rss": peak,
+    return {"executor": executor, "path": stats["extra"].get("path"), "spark": events, "wall_s": stats["wall_s"], "process_wall_s": round(wall, 2), "peak_rss": peak,
             "decisions": (set(kept), duplicate_of, groups),
             "candidate_pairs": near.get("candidate_pairs"), "verified_pairs": near.get("verified_pairs"),
             "removed": sum(stats["rejected"].values()), "info": stats["extra"]}
 
 
-def run_datatrove(root: Path, width: int) -> dict:
-    work = root / "datatrove"
-    shutil.rmtree(work, ignore_errors=True)
-    out = root / "datatrove.json"
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    wall, peak = run_child([str(PEERS_PY), str(REPO / "bench" / "datatrove_minhash.py"), "--input",
-                            str(root / "jsonl"), "--work", str(work), "--tasks", str(width), "--out", str(out)],
-                           env, root / "datatrove.log")
-    res = json.loads(out.read_text())
+def corpus_digest(docs: list[dict]) -> str:
+    """sha256 of the documents' ids in order (an id is a hash of its text): the same corpus, or not."""
+    return hashlib.sha256("\n".join(d["id"] for d in docs).encode()).hexdigest()[:16]
+
+
+def run_datatrove(root: Path, width: int, stored: Path | None = None, digest: str | None = None) -> dict:
+    """DataTrove on root/jsonl. With `stored` (a JSON file): when it exists and holds a run on the same
+    corpus (`digest`) with the same width, that run is read instead of running DataTrove again (its wall
+    does not depend on Glassbox's code; it was measured once, under the load it records); when it does
+    not exist, this run is written there."""
+    if stored is not None and stored.exists():
+        res = json.loads(stored.read_text())
+        if res.get("corpus") != digest or res.get("width") != width:
+            raise SystemExit(f"{stored} holds a DataTrove run of another corpus or width "
+                             f"({res.get('corpus')}, {res.get('width')}; want {digest}, {width})")
+        wall, peak = res["process_wall_s"], res["peak_rss"]
+    else:
+        work = root / "datatrove"
+        shutil.rmtree(work, ignore_errors=True)
+        out = root / "datatrove.json"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+        load = os.getloadavg()
+        wall, peak = run_child([str(PEERS_PY), str(REPO / "bench" / "datatrove_minhash.py"), "--input",
+                                str(root / "jsonl"), "--work", str(work), "--tasks", str(width), "--out", str(out)],
+                               env, root / "datatrove.log")
+        res = json.loads(out.read_text())
+        res.update({"corpus": digest, "width": width, "process_wall_s": round(wall, 2), "peak_rss": peak,
+                    "load_avg_start": load, "load_avg_end": os.getloadavg(), "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        if stored is not None:
+            stored.parent.mkdir(parents=True, exist_ok=True)
+            stored.write_text(json.dumps(res))
     removed = set(res["removed"])
     kept_of_cluster = {cid: doc_id for doc_id, cid in res["clusters"].items() if doc_id not in removed}
     duplicate_of = {d: kept_of_cluster[res["clusters"][d]] for d in removed}  # DataTrove keeps one per cluster
     kept = set(json.loads(line)["id"] for path in (root / "jsonl").glob("*.jsonl")
                for line in open(path, encoding="utf-8")) - removed
     return {"wall_s": res["wall_s"], "process_wall_s": round(wall, 2), "stage_s": res["stage_s"],
-            "peak_rss": peak, "decisions": (kept, duplicate_of, groups_from_links(list(duplicate_of.items())))}
+            "peak_rss": peak, "stored_run": str(stored) if stored is not None else None,
+            "load_avg": [res.get("load_avg_start"), res.get("load_avg_end")], "decisions": (kept, duplicate_of, groups_from_links(list(duplicate_of.items())))}
 
 
 def main() -> None:
@@ -405,9 +451,20 @@ def main() -> None:
     ap.add_argument("--event-log", action="store_true", help="write Spark's event log under each size's folder")
     ap.add_argument("--local-max-bytes", type=int, default=0,
                     help="dedup.local_max_bytes (default 0: always the distributed path)")
+    ap.add_argument("--executor", choices=("spark", "local"), default="spark",
+                    help="our stage under jobs/dedup.py on Spark local[width], or pipeline/run/local.py's executor "
+                         "(no JVM; needs the local path: --local-max-bytes above the input's text)")
+    ap.add_argument("--save-decisions", type=Path, default=None,
+                    help="write our removed ids and their duplicate_of to PREFIX.n{size}.json")
+    ap.add_argument("--systems", default="glassbox,datatrove", help="which systems to run (comma-separated)")
+    ap.add_argument("--datatrove-store", type=Path, default=None,
+                    help="folder of stored DataTrove runs (datatrove-n{size}-w{width}.json): a stored run of the same "
+                         "corpus is read instead of running DataTrove again; a missing one is written")
     args = ap.parse_args()
-    peers = args.peers == "auto" and PEERS_PY.exists()
-    if args.peers == "auto" and not peers:
+    systems_wanted = set(args.systems.split(","))
+    peers = args.peers == "auto" and "datatrove" in systems_wanted and (
+        PEERS_PY.exists() or args.datatrove_store is not None)
+    if args.peers == "auto" and "datatrove" in systems_wanted and not peers:
         print(f"DataTrove not installed ({PEERS_PY} missing): run `make bench-peers` to compare", file=sys.stderr)
     result: dict = {"width": args.width, "threshold": THRESHOLD, "ngram": NGRAM, "cpus": os.cpu_count(),
                     "load_avg_start": os.getloadavg(), "sizes": {}}
@@ -418,23 +475,32 @@ def main() -> None:
         truth = truth_pairs(docs)
         root = args.work / f"n{n}"
         prepare(docs, root, files=max(2, args.width), event_log=args.event_log, local_max_bytes=args.local_max_bytes)
+        digest = corpus_digest(docs)
         entry = {"docs": n, "words": sum(len(d["text"].split()) for d in docs), "truth_pairs": len(truth),
-                 "corpus_s": round(time.perf_counter() - t0, 1)}
-        systems = [("glassbox", run_glassbox)] + ([("datatrove", run_datatrove)] if peers else [])
+                 "corpus": digest, "corpus_s": round(time.perf_counter() - t0, 1)}
+        stored = (args.datatrove_store / f"datatrove-n{n}-w{args.width}.json") if args.datatrove_store else None
+        systems = ([("glassbox", lambda root, width: run_glassbox(root, width, args.executor))] if "glassbox" in systems_wanted else []) + (
+            [("datatrove", lambda root, width: run_datatrove(root, width, stored, digest))] if peers else [])
         for name, run in systems:
+            load = os.getloadavg()
             r = run(root, args.width)
+            if args.save_decisions and name == "glassbox":  # to compare two versions' decisions
+                args.save_decisions.parent.mkdir(parents=True, exist_ok=True)
+                dup = r["decisions"][1]
+                Path(f"{args.save_decisions}.n{n}.json").write_text(json.dumps(dict(sorted(dup.items()))))
+            r.setdefault("load_avg", [load, os.getloadavg()])
             r.update(score(*r.pop("decisions"), truth, sim))
             r["docs_per_s"] = round(n / r["wall_s"], 1)
             entry[name] = r
             print(f"{n:>7} {name:<10} wall {r['wall_s']:>7.1f}s  {r['docs_per_s']:>7.1f} docs/s  "
                   f"P {r['precision']:.4f} R {r['recall']:.4f}  rss {r['peak_rss']}", flush=True)
-        if peers:
+        if "glassbox" in entry and "datatrove" in entry:
             entry["speed_vs_datatrove"] = round(entry["datatrove"]["wall_s"] / entry["glassbox"]["wall_s"], 2)
         result["sizes"][str(n)] = entry
         if not args.keep:
             shutil.rmtree(root, ignore_errors=True)
     sizes = sorted(result["sizes"], key=int)
-    if len(sizes) > 1:
+    if len(sizes) > 1 and all("glassbox" in result["sizes"][k] for k in sizes):
         lo, hi = result["sizes"][sizes[0]]["glassbox"], result["sizes"][sizes[-1]]["glassbox"]
         result["time_ratio_largest_smallest"] = round(hi["wall_s"] / lo["wall_s"], 2)
         result["driver_rss_ratio_largest_smallest"] = {

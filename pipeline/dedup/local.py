@@ -23,6 +23,7 @@ in one Spark task, so on a cluster it runs on an executor, not in the driver.
 from __future__ import annotations
 
 import itertools
+import multiprocessing
 import os
 import shutil
 from collections import Counter
@@ -180,29 +181,46 @@ def input_text_bytes(files: list[str], limit: int | None = None) -> int:
     return total
 
 
+_TEXTS = None  # the text column, for the forked sketch workers (inherited, never pickled)
+
+
+def _sketch_span(span: tuple[int, int, tuple]) -> Sketches:
+    start, length, args = span
+    return sketch_arrays(_TEXTS.slice(start, length).to_pylist(), *args)
+
+
+def sketch_column(texts: pa.ChunkedArray, near_cfg, workers: int = 1) -> Sketches:
+    """The sketches of every text, BATCH rows per sketch_arrays call as always; with workers > 1 the
+    batches are shared out to that many forked processes (in order: the result is the same arrays)."""
+    global _TEXTS
+    args = (near_cfg.ngram, near_cfg.num_perm, near_cfg.bands, near_cfg.rows, near_cfg.seed, near_cfg.char_ngram)
+    spans = [(start, BATCH, args) for start in range(0, len(texts), BATCH)]
+    if workers > 1 and len(spans) > 1 and not multiprocessing.current_process().daemon:
+        _TEXTS = texts
+        try:
+            with multiprocessing.get_context("fork").Pool(min(workers, len(spans))) as pool:
+                return _concat_sketches(pool.map(_sketch_span, spans, chunksize=4))
+        finally:
+            _TEXTS = None
+    return _concat_sketches([sketch_arrays(texts.slice(start, n).to_pylist(), *a) for start, n, a in spans])
+
+
 def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, near_cfg, shards: int,
-                against: list[IndexRef] = (), index_to: str | None = None, settings: dict | None = None) -> dict:
+                against: list[IndexRef] = (), index_to: str | None = None, settings: dict | None = None,
+                workers: int = 1) -> dict:
     """Dedup the documents of `files` (the scored/ Parquet) into `out_dir` (kept, `shards` files) and
     `rejected_dir`; both are replaced. With `against`, documents of those earlier corpora win over this
     run's (pipeline/dedup/index.py); with `index_to` (a DATA folder), the kept documents' keys are written
-    as its dedup_index/ under `settings`. Returns the counts the stage's stats need."""
+    as its dedup_index/ under `settings`; with workers > 1 the sketches are computed in that many forked
+    processes (the same arrays). Returns the counts the stage's stats need."""
     table = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
     table = table.drop_columns([c for c in OURS if c in table.column_names])
     n = table.num_rows
     ids = table.column("id").cast(pa.string()).to_pylist()
     texts = table.column("text")
     near = near_cfg is not None and near_cfg.enabled
-    parts, hashes = [], []
-    for start in range(0, n, BATCH):
-        chunk = texts.slice(start, BATCH).to_pylist()
-        if near:
-            parts.append(sketch_arrays(chunk, near_cfg.ngram, near_cfg.num_perm, near_cfg.bands,
-                                            near_cfg.rows, near_cfg.seed, near_cfg.char_ngram))
-        else:
-            hashes += [exact_hash(t) for t in chunk]
-    fp = _concat_sketches(parts) if near else None
-    if near:
-        hashes = fp.exact
+    fp = sketch_column(texts, near_cfg, workers) if near else None
+    hashes = fp.exact if near else [exact_hash(t) for t in texts.to_pylist()]
     sources = (pc.fill_null(table.column("source").cast(pa.string()), "").to_pylist() if "source" in table.column_names
                else [""] * n)
 

@@ -10,6 +10,7 @@ of n-grams).
 from __future__ import annotations
 
 import hashlib
+import itertools
 from typing import Sequence
 
 import numpy as np
@@ -79,7 +80,8 @@ def shingle_hashes(word_lists: Sequence[Sequence[str]], n: int | Sequence[int]) 
     n = np.broadcast_to(np.asarray(n, dtype=np.int64), lens.shape)
     if n.size and n.min() < 1:
         raise ValueError(f"ngram must be >= 1, got {int(n.min())}")
-    h = word_hashes([w for ws in word_lists for w in ws])
+    h = np.fromiter(map(_WORD_HASHES.__getitem__, itertools.chain.from_iterable(word_lists)), dtype=_U64,
+                    count=int(lens.sum()))  # word_hashes of all words, without a list of them
     starts = np.cumsum(lens) - lens
     # one n-gram per start position; a short document has one "n-gram" of its len < n words
     counts = np.where(lens >= n, lens - n + 1, np.minimum(lens, 1)).astype(np.int64)
@@ -89,10 +91,15 @@ def shingle_hashes(word_lists: Sequence[Sequence[str]], n: int | Sequence[int]) 
     pos = np.arange(offsets[-1], dtype=np.int64) - offsets[doc_of] + starts[doc_of]
     width = np.minimum(lens[doc_of], n[doc_of])  # words in this n-gram: n, or all of a short document
     acc = np.zeros(len(pos), dtype=_U64)
+    narrowest = int(width.min()) if len(width) else 0
     with np.errstate(over="ignore"):
         for k in range(int(n.max()) if n.size else 0):
-            take = k < width
-            acc = np.where(take, acc * _MUL + h[np.where(take, pos + k, 0)], acc)
+            if k < narrowest:  # every n-gram has a k-th word: in place, over all of them
+                acc *= _MUL
+                acc += h[pos + k]
+            else:              # only the n-grams that have one (the others are short documents')
+                sel = np.flatnonzero(k < width)
+                acc[sel] = acc[sel] * _MUL + h[pos[sel] + k]
         values = _fmix64(acc)
     # sort each document's hashes in place, then drop repeats
     for i in np.flatnonzero(counts > 1):
@@ -116,7 +123,12 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def minhash_signatures(values: np.ndarray, offsets: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
     """(documents, num_perm) uint32 MinHash signatures of the sets in (values, offsets). A document
-    without shingles gets all-max values; callers leave such documents out of LSH."""
+    without shingles gets all-max values; callers leave such documents out of LSH.
+
+    The minimum over a set of the high 32 bits of a_k * x + b_k is the high 32 bits of the minimum
+    of a_k * x + b_k (the shift is monotone), so the shift is applied to the minima, not to every
+    value: two passes over the values per permutation instead of three (measured on one 512-document
+    batch: 0.063-0.070 s against 0.081-0.088 s; (block, num_perm) blocks with a 2-D reduceat were slower)."""
     n = len(offsets) - 1
     out = np.full((n, num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
     sizes = np.diff(offsets)
@@ -127,12 +139,29 @@ def minhash_signatures(values: np.ndarray, offsets: np.ndarray, num_perm: int, s
     seg_starts = offsets[nonempty]
     a, b = permutations(num_perm, seed)
     v = np.empty_like(values)
+    mins = np.empty((num_perm, len(nonempty)), dtype=_U64)
     with np.errstate(over="ignore"):
         for k in range(num_perm):  # one pass per permutation over contiguous 1-D arrays
             np.multiply(values, a[k], out=v)
             v += b[k]
-            v >>= _U64(32)
-            out[nonempty, k] = np.minimum.reduceat(v, seg_starts)
+            np.minimum.reduceat(v, seg_starts, out=mins[k])
+    mins >>= _U64(32)
+    out[nonempty] = mins.T
+    return out
+
+
+def minhash_signatures_reference(values: np.ndarray, offsets: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """The definition, one permutation at a time over every value (tests compare the two)."""
+    n = len(offsets) - 1
+    out = np.full((n, num_perm), np.iinfo(np.uint32).max, dtype=np.uint32)
+    nonempty = np.flatnonzero(np.diff(offsets) > 0)
+    if len(nonempty) == 0:
+        return out
+    a, b = permutations(num_perm, seed)
+    with np.errstate(over="ignore"):
+        for k in range(num_perm):
+            v = ((values * a[k] + b[k]) >> _U64(32))
+            out[nonempty, k] = np.minimum.reduceat(v, offsets[nonempty])
     return out
 
 

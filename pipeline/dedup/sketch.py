@@ -44,8 +44,11 @@ def sketch_arrays(texts: list, ngram: int, num_perm: int, bands: int, rows: int,
     """Exact hashes, shingle-hash sets and band keys of a batch of texts (None counts as empty). A text
     written mostly in a script without spaces is shingled in `char_ngram`-character n-grams."""
     words = [key_words(t) for t in texts]
-    exact = [exact_hash_of_key(" ".join(w)) for w in words]
-    sizes = ngram if char_ngram is None else [unit_ngram(w, ngram, char_ngram) for w in words]
+    keys = [" ".join(w) for w in words]
+    exact = [exact_hash_of_key(k) for k in keys]
+    # an ASCII text has no unit of an unspaced script: word n-grams, without counting its units
+    sizes = ngram if char_ngram is None else [ngram if k.isascii() else unit_ngram(w, ngram, char_ngram)
+                                              for k, w in zip(keys, words)]
     values, offsets = shingle_hashes(words, sizes)
     keys = band_keys(minhash_signatures(values, offsets, num_perm, seed), bands, rows)
     # a text without words has no shingles, so no bands: never a candidate

@@ -56,6 +56,15 @@ def takes_local_path(cfg, files: list[str]) -> bool:
     return bool(files) and limit > 0 and not cfg.dedup.semantic.enabled and input_text_bytes(files, limit) <= limit
 
 
+def local_path_workers(sc) -> int:
+    """Processes the local path may sketch in: its task is the only one running, so on a local master all
+    of its cores (local[N]: N; the no-JVM executor: its cores); on a cluster, the one core of its task."""
+    from pipeline.run.local import master_cores
+
+    cores = getattr(sc, "cores", None)  # pipeline/run/local.py's LocalContext
+    return max(1, int(cores if cores else master_cores(str(sc.master)) or 1))
+
+
 def run_local(spark, cfg, data_dir: str, files: list[str], t0: float) -> StageStats:
     """The local path in one Spark task (on a cluster: on an executor, which reaches DATA as the units
     of the other stages do); only counts come back to the driver."""
@@ -64,10 +73,11 @@ def run_local(spark, cfg, data_dir: str, files: list[str], t0: float) -> StageSt
     near_cfg = cfg.dedup.near if cfg.dedup.near.enabled else None
     exact, shards = cfg.dedup.exact, cfg.dedup.shards
     against, settings = earlier_indexes(cfg), key_settings(cfg.dedup)
-    spark.sparkContext.setJobDescription(f"dedup: {len(files)} files in one task (local path)")
+    workers = local_path_workers(spark.sparkContext)
+    spark.sparkContext.setJobDescription(f"dedup: {len(files)} files in one task (local path, {workers} sketch processes)")
     counts = (spark.sparkContext.parallelize([0], 1)
               .map(lambda _: dedup_files(files, out_path, rej_path, exact, near_cfg, shards, against=against,
-                                         index_to=data_dir, settings=settings)).collect()[0])
+                                         index_to=data_dir, settings=settings, workers=workers)).collect()[0])
     stats = StageStats(stage="dedup", records_in=counts["records_in"], records_out=counts["records_out"],
                        rejected=counts["rejected"], bytes_in=counts["bytes_in"], bytes_out=counts["bytes_out"],
                        wall_s=round(time.time() - t0, 2), input=os.path.join(data_dir, "scored"),
