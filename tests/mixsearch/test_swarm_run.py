@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mixsearch_fixtures import make_data, spec_text
+from train.record.trace import read_jsonl
 from train_fixtures import REPO
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
@@ -24,16 +25,7 @@ def cli(*args, **kw):
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True, **kw)
 
 
-def rows(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            pass
-    return out
+rows = read_jsonl   # swarm.jsonl, a line cut short by a kill skipped
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,8 @@ def _read_json(path: Path) -> dict:
         raise TraceError(f"{path}: cannot read ({e}); is this a run directory written by train.pretrain?") from None
 
 
-def _jsonl(path: Path) -> list[dict]:
+def read_jsonl(path: Path) -> list[dict]:
+    """The whole JSON rows of a file written line by line (a line cut short by a kill is skipped)."""
     if not path.is_file():
         return []
     out = []
@@ -66,7 +67,7 @@ def data_step_of(run: Path, step: int, global_batch: int) -> tuple[int, str, dic
     if row is not None and isinstance(row.get("samples_consumed"), int):
         return row["samples_consumed"] // global_batch - 1, "metrics.jsonl samples_consumed", row
     shift, how = 0, "step - 1 (no rollbacks recorded)"
-    for rb in _jsonl(run / "rollbacks.jsonl"):
+    for rb in read_jsonl(run / "rollbacks.jsonl"):
         if rb.get("restored_step", step) < step:
             shift, how = int(rb["data_shift"]), f"rollbacks.jsonl (rollback at step {rb['step']})"
     return step - 1 + shift, how, row
@@ -148,7 +149,7 @@ def trace(run: str | Path, step: int, manifest_path: str | Path | None = None,
         d["rows"] = sorted({p[0] - first for p in d["pieces"]})
         d["tokens_used"] = sum(b - a for _, a, b, _ in d["pieces"])
         d.update({k: signals.get(d["id"], {}).get(k) for k in SIGNALS})
-    spikes = [s for s in _jsonl(run / "spikes.jsonl") if s.get("step") == step and s.get("data_step") == data_step]
+    spikes = [s for s in read_jsonl(run / "spikes.jsonl") if s.get("step") == step and s.get("data_step") == data_step]
     trained_to = None
     try:
         from train.record.load import load_metrics, row_kind
