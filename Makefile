@@ -470,8 +470,10 @@ demo-mix-search: setup
 # kind, (English) the instruction data's evaluation quarter and held-out web. The evaluation files come from the
 # classifiers' held-out works; the instruction evaluation part and the Chinese science abstracts from
 # ../shared/data (SHARED=...), used for evaluation only. The English candidates that are not the default (instruction
-# positives only; the default's positives plus software documentation with its code) are trained into data/.
+# positives only; the default's positives plus software documentation with its code; the default's positives as two
+# classes, prose and instruction answers) are trained into data/.
 SHARED ?= ../shared/data
+comma := ,
 DOCS_EN := quality_models/data/docs/en-software-docs.jsonl.gz
 .PHONY: ablate-quality-data ablate-quality
 ablate-quality-data: setup
@@ -481,6 +483,9 @@ ablate-quality-data: setup
 	  --negatives $(QUALITY_NEG_EN) --out data/ablate-quality/quality_en_instruct.ftz
 	$(TRAIN_CLASSIFIER) --lang en --positives $(QUALITY_POS_EN) $(DOCS_EN):lang=en --negatives $(QUALITY_NEG_EN) \
 	  --out data/ablate-quality/quality_en_docs.ftz
+	$(TRAIN_CLASSIFIER) --lang en --positives $(addsuffix $(comma)class=prose,$(QUALITY_PROSE_EN)) \
+	  $(addsuffix $(comma)class=instruct,$(QUALITY_INSTRUCT_EN)) --negatives $(QUALITY_NEG_EN) \
+	  --out data/ablate-quality/quality_en_twoclass.ftz
 	$(PY) -m quality_models.heldout --card quality_models/default/quality_zh.json --out data/ablate-quality/zh \
 	  --extra literature_classical=$(PROSE)/zh/literature_classical.jsonl.gz \
 	  $(if $(wildcard $(SHARED)/prose/zh/science/csl.jsonl.gz),science=$(SHARED)/prose/zh/science/csl.jsonl.gz)

@@ -19,7 +19,9 @@ Results in build/bench/quality_auc.json.
 English candidates against each other (issue 37): positives are the prose of the works every candidate held out (the
 default's prose files, seed 0, holdout 0.2: no candidate trained on them) and the evaluation quarter of the
 instruction data (quality_models/instruct.py: never copied, never trained on); negatives the English web no candidate
-trained against (the ablation halves of C4 and the 2019 Common Crawl excerpt). Every unit (a work, a record, a page)
+trained against (the ablation halves of C4 and the 2019 Common Crawl excerpt). Scored as paragraphs, as documents,
+and as cleaned documents (`cleaned_documents`: both sides through the default clean stage, the ones it keeps, their
+cleaned text: what the score stage reads). Every unit (a work, a record, a page)
 is on one side of a hash, `decide` or `report`: choose a candidate on one, state its figures on the other. Results
 in build/bench/quality_candidates.json.
 """
@@ -138,24 +140,46 @@ def candidate_sets(shared: Path, n_instruct: int, which: str) -> dict[str, list[
     return sets
 
 
+def through_clean(sets: dict[str, list[Doc]]) -> tuple[dict[str, list[Doc]], dict[str, dict]]:
+    """The documents as the score stage reads them: each set through the default clean stage (normalisation, line
+    cleaning, language ID, heuristics), only the kept ones, with their cleaned text; and what was dropped, by reason.
+    The score stage never sees a page the heuristics reject (a one-line "Log in with OpenID" page)."""
+    from pipeline.clean.langid import get_identifier
+    from pipeline.clean.settings import CleanConfig
+    from pipeline.clean.stage import clean_batch
+
+    ident, cfg = get_identifier(), CleanConfig()
+    kept, dropped = {}, {}
+    for k, docs in sets.items():
+        rows = clean_batch([d.text for d in docs], ident, cfg)
+        kept[k] = [Doc(r["text"], d.group, d.input, "en", file=d.file) for d, r in zip(docs, rows)
+                   if r["reason"] is None]
+        dropped[k] = dict(Counter(r["reason"] for r in rows if r["reason"] is not None).most_common())
+    return kept, dropped
+
+
 def candidates(models: dict[str, Path], shared: Path, n_instruct: int, which: str) -> dict:
     import statistics
 
     sets = candidate_sets(shared, n_instruct, which)
+    cleaned, dropped = through_clean(sets)
     cfg = ex.ChunkConfig()
     chunks = {k: ex.examples(v, 0, cfg, set()) for k, v in sets.items()}
     prose_kinds = [k for k in sets if k != "instruct" and not k.startswith("web-")]
     web_kinds = [k for k in sets if k.startswith("web-")]
     out = {"split": which, "documents": {k: len(v) for k, v in sets.items()},
-           "chunks": {k: len(v) for k, v in chunks.items()}, "models": {}}
+           "chunks": {k: len(v) for k, v in chunks.items()},
+           "documents_cleaned": {k: len(v) for k, v in cleaned.items()}, "dropped_by_clean": dropped, "models": {}}
     for name, path in models.items():
         clf = QualityClassifier(path)
         doc_s = {k: [s or 0.0 for s in clf.predict_proba([d.text for d in v], ["en"] * len(v))]
                  for k, v in sets.items()}
         chk_s = {k: [s or 0.0 for s in clf.predict_proba([e.text for e in v], ["en"] * len(v))]
                  for k, v in chunks.items()}
+        cln_s = {k: [s or 0.0 for s in clf.predict_proba([d.text for d in v], ["en"] * len(v))]
+                 for k, v in cleaned.items()}
         res = {"median_document": {k: round(statistics.median(v), 3) for k, v in doc_s.items() if v}}
-        for unit, sc in (("paragraphs", chk_s), ("documents", doc_s)):
+        for unit, sc in (("paragraphs", chk_s), ("documents", doc_s), ("cleaned_documents", cln_s)):
             neg = [s for k in web_kinds for s in sc[k]]
             for label, kinds in (("prose", prose_kinds), ("instruct", ["instruct"]),
                                  ("prose+instruct", prose_kinds + ["instruct"])):

@@ -33,7 +33,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-KEYS = ("name", "source", "lang", "license", "part", "stage", "reason", "field", "weight")
+KEYS = ("name", "source", "lang", "license", "part", "stage", "reason", "field", "weight", "class")
 PARTS = ("kept", "rejected")
 _SPEC_TAIL = re.compile(r"^(\w+=[^,]*)(,\w+=[^,]*)*$")
 GRADE_RANGE = (0.0, 5.0)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 from collections import Counter, defaultdict
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from glassbox.contracts import sha256_file
 from pipeline.models import ModelError
-from pipeline.score.quality import HQ_LABEL, LQ_LABEL, QualityClassifier, preprocess
+from pipeline.score.quality import HQ_CLASS_PREFIX, HQ_LABEL, LQ_LABEL, QualityClassifier, preprocess
 from quality_models import examples as ex
 from quality_models.inputs import Doc, InputError, InputSpec, parse_spec, read_input, read_labels
 from quality_models.metrics import binary_metrics, summary
@@ -92,15 +93,22 @@ def split_labels(rows, threshold: float, langs: list[str], skipped: Counter) -> 
 
 
 # --- training ----------------------------------------------------------------------------------------------------
-def fit(data: ex.Dataset, out: Path, params: FastTextParams, seed: int) -> None:
-    """Train and quantize on one thread (deterministic), write beside `out` and rename."""
+def fit(data: ex.Dataset, out: Path, params: FastTextParams, seed: int,
+        classes: dict[str, str] | None = None) -> None:
+    """Train and quantize on one thread (deterministic), write beside `out` and rename. `classes` ({input name:
+    fastText label}) gives positive inputs a class of their own; the others are HQ_LABEL or LQ_LABEL."""
     import fasttext
+
+    classes = classes or {}
+
+    def label(e: ex.Example) -> str:
+        return classes.get(e.input, HQ_LABEL) if e.label else LQ_LABEL
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="glassbox-ft-") as tmp:
         train_file = Path(tmp) / "train.txt"
-        train_file.write_text("".join(f"{HQ_LABEL if e.label else LQ_LABEL} {preprocess(e.text, e.lang)}\n"
-                                      for e in data.train), encoding="utf-8")
+        train_file.write_text("".join(f"{label(e)} {preprocess(e.text, e.lang)}\n" for e in data.train),
+                              encoding="utf-8")
         try:
             model = fasttext.train_supervised(
                 input=str(train_file), dim=params.dim, epoch=params.epoch, lr=params.lr,
@@ -184,6 +192,26 @@ def input_weights(args: list[str]) -> dict[str, float]:
     return out
 
 
+def positive_classes(positives: list[str], negatives: list[str]) -> dict[str, str]:
+    """{input name: fastText label} of the positives given `class=NAME` (label `__label__hq_NAME`). Positives of
+    different kinds (prose, instruction answers) as classes of their own: the score is 1 - P(web), and the web
+    need not lie on one side of a single line between it and a blend of both kinds (docs/quality.md)."""
+    for arg in negatives:
+        if "class" in parse_spec(arg).options:
+            raise InputError(f"{arg}: class= names a kind of positive; the negatives are one class")
+    out = {}
+    for arg in positives:
+        spec = parse_spec(arg)
+        name = spec.options.get("class")
+        if name is None:
+            continue
+        if not re.fullmatch(r"[a-z0-9]+", name):
+            raise InputError(f"{arg}: class={name!r} must be lower-case letters and digits (it becomes the label "
+                             f"{HQ_CLASS_PREFIX}<class>)")
+        out[spec.name] = HQ_CLASS_PREFIX + name
+    return out
+
+
 def train(args) -> dict:
     skipped: Counter = Counter()
     langs = args.lang
@@ -208,6 +236,7 @@ def train(args) -> dict:
                          f"{len(neg_docs)} negative documents (give --positives and --negatives, or --labels)")
     chunking = ex.ChunkConfig(min_words=args.min_words, max_words=args.max_words)
     weights = input_weights(args.positives + args.negatives)
+    classes = positive_classes(args.positives, args.negatives)
     data = ex.build(pos_docs, neg_docs, args.seed, args.holdout, chunking, args.balance == "oversample", weights)
     if not data.held_out_balanced:
         raise InputError("no held-out chunk of one class: give more documents or a larger --holdout")
@@ -215,7 +244,7 @@ def train(args) -> dict:
                             min_count=args.min_count, bucket=args.bucket, minn=args.minn, maxn=args.maxn,
                             cutoff=args.cutoff)
     out = Path(args.out)
-    fit(data, out, params, args.seed)
+    fit(data, out, params, args.seed, classes)
 
     clf = QualityClassifier(out)   # scored exactly as the score stage will
     bal = data.held_out_balanced
@@ -233,7 +262,7 @@ def train(args) -> dict:
         "model": display(out), "model_bytes": out.stat().st_size, "model_sha256": sha256_file(out),
         "languages": langs, "vocabulary_words": len(clf.load().get_words()),
         "fasttext_version": _version("fasttext"), "seed": args.seed, "holdout": args.holdout,
-        "params": asdict(params), "chunking": asdict(chunking),
+        "params": asdict(params), "chunking": asdict(chunking), "positive_classes": classes,
         "labels": ({"file": display(args.labels), "sha256": sha256_file(args.labels), "threshold": args.threshold,
                     "rows_with_grade": label_rows} if args.labels else None),
         "files": files_table(pos_docs, "positive", used) + files_table(neg_docs, "negative", used),
@@ -255,7 +284,8 @@ def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="glassbox train-classifier", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="inputs: PATH[:key=value,...], keys name, source, lang, license, part "
-                                        "(kept|rejected, for a DATA folder), stage, reason, field")
+                                        "(kept|rejected, for a DATA folder), stage, reason, field, weight, "
+                                        "class (a positive kind as its own class)")
     ap.add_argument("--lang", nargs="+", required=True, metavar="LANG",
                     help="the language(s) the model is for (lid.176 codes); other documents are left out")
     ap.add_argument("--positives", nargs="*", default=[], metavar="INPUT", help="reference-quality documents")

@@ -26,6 +26,10 @@ from pipeline.models import ModelError, ProcessCache, fasttext_labels, load_fast
 HQ_LABEL = "__label__hq"
 LQ_LABEL = "__label__lq"
 LABELS = (HQ_LABEL, LQ_LABEL)
+# Positives of several kinds may each be a class of their own (`class=` in train-classifier): `__label__hq_<kind>`.
+# The score is then 1 - P(LQ_LABEL): prose and instruction answers need not share one region of the vector space
+# to stand apart from the web (docs/quality.md, "Two positive classes").
+HQ_CLASS_PREFIX = HQ_LABEL + "_"
 FIX = "train one with `glassbox train-classifier` (docs/quality.md) or run `make quality-models`"
 # fastText averages word vectors, so a long document's first 20k characters score it as well as all of it
 # would, and the cost stays bounded on giant pages.
@@ -62,29 +66,37 @@ def _as_is(text: str, lang: str | None = None) -> str:
 PREPARE = {"glassbox": preprocess, "dclm": _dclm, "none": _as_is}
 
 
+def own_labels(labels: list[str]) -> bool:
+    """Glassbox's own quality labels: LQ_LABEL and one or more positive classes (HQ_LABEL, `__label__hq_<kind>`)."""
+    positives = [lab for lab in labels if lab != LQ_LABEL]
+    return LQ_LABEL in labels and bool(positives) and all(
+        lab == HQ_LABEL or (lab.startswith(HQ_CLASS_PREFIX) and len(lab) > len(HQ_CLASS_PREFIX)) for lab in positives)
+
+
 def check_labels(path: str | os.PathLike) -> None:
-    """ModelError unless the file is a fastText model with exactly the quality labels (read from the file,
-    without fastText: a config check imports nothing heavy)."""
+    """ModelError unless the file is a fastText model with the quality labels (read from the file, without
+    fastText: a config check imports nothing heavy)."""
     labels = fasttext_labels(path)
-    if set(labels) != set(LABELS):
-        raise ModelError(f"fastText model at {path} has the labels {sorted(labels)}, not {HQ_LABEL} and "
-                         f"{LQ_LABEL}: it is not a quality classifier ({FIX})")
+    if not own_labels(labels):
+        raise ModelError(f"fastText model at {path} has the labels {sorted(labels)}, not {LQ_LABEL} and "
+                         f"{HQ_LABEL} (or {HQ_CLASS_PREFIX}<kind> classes): it is not a quality classifier ({FIX})")
 
 
 class QualityClassifier:
     """`predict_proba(texts, langs) -> [P(positive label) or None]`; the model loads on first use. By default
-    Glassbox's own model (`__label__hq`/`__label__lq`, `preprocess`); `positive_label` and `prepare` (a key of
+    Glassbox's own model (`__label__hq`/`__label__lq`, `preprocess`; with positive classes, 1 - P(`__label__lq`)); `positive_label` and `prepare` (a key of
     PREPARE) serve a fastText model trained elsewhere."""
 
     def __init__(self, model_path: str | os.PathLike, max_chars: int | None = MAX_CHARS,
                  positive_label: str | None = None, prepare: str = "glassbox"):
         self.model_path = Path(model_path)
         self.max_chars = max_chars
-        self.own = positive_label is None           # Glassbox's own: exactly the two quality labels
+        self.own = positive_label is None           # Glassbox's own: the quality labels (own_labels)
         self.positive_label = HQ_LABEL if positive_label is None else positive_label
         self.prepare = PREPARE[prepare]
         self._model = None
         self._k = 2
+        self._complement = False   # score = 1 - P(positive_label): our own model with several positive classes
 
     def load(self):
         if self._model is None:
@@ -94,7 +106,10 @@ class QualityClassifier:
             elif self.positive_label not in model.get_labels():
                 raise ModelError(f"fastText model at {self.model_path} has no label {self.positive_label!r} "
                                  f"(its labels: {model.get_labels()})")
-            self._k = 2 if self.own else -1  # another model may have more labels: ask for them all
+            # another model may have more labels, and so may our own with positive classes: ask for them all
+            self._k = 2 if self.own and len(model.get_labels()) == 2 else -1
+            if self.own and self._k == -1:
+                self.positive_label, self._complement = LQ_LABEL, True
             self._model = model
         return self._model
 
@@ -103,7 +118,7 @@ class QualityClassifier:
         langs = langs if langs is not None else [None] * len(texts)
         prepared: list[str] = []
         where: list[int] = []
-        prepare, cut, positive = self.prepare, self.max_chars, self.positive_label
+        prepare, cut = self.prepare, self.max_chars
         for i, (t, lang) in enumerate(zip(texts, langs)):
             if t:
                 p = prepare(t[:cut] if cut else t, lang)
@@ -114,6 +129,7 @@ class QualityClassifier:
         if not prepared:
             return out
         model = self.load()
+        positive, complement = self.positive_label, self._complement
         labels, probs = model.predict(prepared, k=self._k)
         for i, labs, ps in zip(where, labels, probs):
             score = 0.0  # the label absent from the answer: no probability mass left for it
@@ -121,7 +137,7 @@ class QualityClassifier:
                 if lab == positive:
                     score = float(p)
                     break
-            out[i] = min(max(score, 0.0), 1.0)
+            out[i] = min(max(1.0 - score if complement else score, 0.0), 1.0)
         return out
 
 

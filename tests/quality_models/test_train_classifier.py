@@ -112,7 +112,34 @@ def test_a_data_folder_trains_kept_against_rejected(tmp_path):
     assert 50 < rows[("negative", rejected)] < len(web)
 
 
+def test_positive_kinds_as_classes_score_one_minus_web(tmp_path):
+    """`class=` gives a positive input a label of its own; the score is 1 - P(web), read by the score stage's
+    classifier and accepted by the config check; the card records the classes."""
+    from pipeline.score.quality import LQ_LABEL, check_labels
+    out = tmp_path / "q.ftz"
+    r = run("--lang", "en", "--positives", f"{PROSE / 'government.jsonl.gz'}:lang=en,class=prose",
+            f"{PROSE / 'howto.jsonl.gz'}:lang=en,class=guide", "--negatives", WEB, "--out", out, "--epoch", 5)
+    assert r.returncode == 0, r.stderr
+    facts = json.loads(out.with_suffix(".json").read_text())
+    assert facts["positive_classes"] == {"en/government": "__label__hq_prose", "en/howto": "__label__hq_guide"}
+    clf = QualityClassifier(out)
+    model = clf.load()
+    assert sorted(model.get_labels()) == ["__label__hq_guide", "__label__hq_prose", LQ_LABEL]
+    check_labels(out)                                                     # the config check takes it
+    texts = [docs(PROSE / "government.jsonl.gz", 200)[-1]["text"], docs(WEB, 40)[30]["text"]]
+    scores = clf.predict_proba(texts, ["en", "en"])
+    # the score is the complement of the web label, i.e. the two positive classes' probabilities summed
+    from pipeline.score.quality import preprocess
+    labels, probs = model.predict([preprocess(t, "en") for t in texts], k=-1)
+    for s, labs, ps in zip(scores, labels, probs):
+        assert s == pytest.approx(sum(p for lab, p in zip(labs, ps) if lab != LQ_LABEL), abs=1e-4)
+
+
 @pytest.mark.parametrize("args, words", [
+    (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=en,class=Prose!", "--negatives", str(WEB)],
+     "class='Prose!' must be lower-case letters and digits"),
+    (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=en", "--negatives", f"{WEB}:class=web"],
+     "class= names a kind of positive; the negatives are one class"),
     (["--positives", "nope.jsonl", "--negatives", str(WEB)], "nope.jsonl: no such file"),
     (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=en"], "give --positives and --negatives, or --labels"),
     (["--positives", f"{PROSE / 'news.jsonl.gz'}:lang=fr", "--negatives", str(WEB)], "got 0 positive and"),
