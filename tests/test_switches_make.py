@@ -41,8 +41,15 @@ def test_every_optional_switch_through_make(tmp_path):
     data = tmp_path / "data"
     common = (f"CONFIG={config}", f"DATA={data}", "SPARK_MASTER=local[2]")
 
-    _ok(make("clean-dedup", *common))
+    first = make("clean-dedup", *common)
+    _ok(first)
     clean, score, dedup = (_stats(data, s) for s in ("clean", "score", "dedup"))
+    # extract, clean and score ran without the JVM; the dedup stage started Spark for its semantic step
+    run = _stats(data, "run")
+    assert run["executor"] == "local" and "dedup starts Spark for its semantic step" in run["executor_reason"], run
+    log = first.stdout + first.stderr
+    assert "and a Spark session" in run["master"] and "dedup/" in log.split("starting a Spark session")[0][-200:], \
+        log[-3000:]
     kept = ds.dataset(str(data / "cleaned"), format="parquet").to_table(columns=["text", "pii_emails"]).to_pylist()
     assert not any(r["pii_emails"] for r in kept) and not any("<EMAIL>" in r["text"] for r in kept)
     assert any(EMAIL.search(r["text"]) for r in kept)  # the sample's addresses stay as they were

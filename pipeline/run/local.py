@@ -10,10 +10,10 @@ accumulators, job descriptions) run the partitions in a pool of forked Python pr
 `SPARK_MASTER` (`local[N]`, `local[*]`), the same functions writing the same files. Anything else a stage asks of
 it (`spark.read`, a DataFrame) starts a real session then, says so in the log, and goes on with Spark.
 
-`choose_executor` makes the choice before anything starts: the local processes when the master is local, semantic
-dedup (a Spark job) is off, dedup may take its local path, and the inputs are smaller than
-`GLASSBOX_LOCAL_MAX_BYTES` (`make clean-dedup LOCAL_MAX_BYTES=...`); `GLASSBOX_EXECUTOR` (`EXECUTOR=local|spark`)
-forces one. The choice and its reason go to the log and to stats/run.json. Both write the same files
+`choose_executor` makes the choice before anything starts: the local processes when the master is local and the
+inputs are smaller than `GLASSBOX_LOCAL_MAX_BYTES` (`make clean-dedup LOCAL_MAX_BYTES=...`); `GLASSBOX_EXECUTOR`
+(`EXECUTOR=local|spark`) forces one. Semantic dedup (a Spark job) or the distributed dedup path asked for start
+Spark in the dedup stage alone: the stages before it keep the local processes. The choice and its reason go to the log and to stats/run.json. Both write the same files
 (tests/test_local_executor.py compares them file by file); the units, markers and fingerprints are the same, so a
 run interrupted under one resumes under the other.
 
@@ -71,17 +71,19 @@ def choose_executor(cfg, env=os.environ) -> tuple[str, str]:
     master = env.get("SPARK_MASTER") or "local[*]"
     if master_cores(master) is None:
         return "spark", f"SPARK_MASTER={master} is a cluster"
-    if cfg.dedup.semantic.enabled:
-        return "spark", "semantic dedup is enabled (its embedding step is a Spark job)"
-    if cfg.dedup.local_max_bytes <= 0:
-        return "spark", "dedup.local_max_bytes is 0 (the distributed dedup path asked for)"
     size = input_bytes(cfg)
+    # Semantic dedup and the distributed dedup path are Spark jobs of the dedup stage alone: extract, clean and
+    # score still run without the JVM, and the dedup stage starts the session it needs (LocalSession.real).
+    later = ("; dedup starts Spark for its semantic step" if cfg.dedup.semantic.enabled else
+             "; dedup starts Spark for its distributed path (dedup.local_max_bytes is 0)"
+             if cfg.dedup.local_max_bytes <= 0 else "")
     if asked == "local":
-        return "local", f"EXECUTOR=local asked for it ({size / 1e6:.1f} MB of input)"
+        return "local", f"EXECUTOR=local asked for it ({size / 1e6:.1f} MB of input){later}"
     limit = int(env.get("GLASSBOX_LOCAL_MAX_BYTES") or DEFAULT_LOCAL_MAX_BYTES)
     if size > limit:
         return "spark", f"{size / 1e6:.1f} MB of input files, more than LOCAL_MAX_BYTES={limit}"
-    return "local", f"{size / 1e6:.1f} MB of input files, at most LOCAL_MAX_BYTES={limit}: no JVM needed"
+    return "local", (f"{size / 1e6:.1f} MB of input files, at most LOCAL_MAX_BYTES={limit}: "
+                     + (f"no JVM before the dedup stage{later}" if later else "no JVM needed"))
 
 
 # ---- the stand-in for the session --------------------------------------------------------------

@@ -35,7 +35,13 @@ def test_choice_and_its_reason():
     assert choose_executor(cfg, {"SPARK_MASTER": "spark://h:7077"})[0] == "spark"
     semantic = types.SimpleNamespace(**{**vars(cfg), "dedup": types.SimpleNamespace(
         local_max_bytes=cfg.dedup.local_max_bytes, semantic=types.SimpleNamespace(enabled=True))})
-    assert choose_executor(semantic, {"GLASSBOX_EXECUTOR": "local"})[0] == "spark"
+    # semantic dedup is a Spark job of the dedup stage alone: the stages before it still run without the JVM
+    kind, why = choose_executor(semantic, {})
+    assert kind == "local" and "no JVM before the dedup stage; dedup starts Spark for its semantic step" in why, why
+    distributed = types.SimpleNamespace(**{**vars(cfg), "dedup": types.SimpleNamespace(
+        local_max_bytes=0, semantic=types.SimpleNamespace(enabled=False))})
+    assert "dedup starts Spark for its distributed path" in choose_executor(distributed, {})[1]
+    assert choose_executor(semantic, {"SPARK_MASTER": "spark://h:7077"})[0] == "spark"
     with pytest.raises(ValueError, match="GLASSBOX_EXECUTOR"):
         choose_executor(cfg, {"GLASSBOX_EXECUTOR": "yarn"})
 
