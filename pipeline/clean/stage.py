@@ -101,7 +101,7 @@ _PROFILES: list = [None, None]  # (config, its profiles): one clean config per e
 
 
 def profiles_for(cfg: CleanConfig) -> Profiles:
-    if _PROFILES[0] is not cfg:
+    if _PROFILES[0] is not cfg and _PROFILES[0] != cfg:   # equal configs unpickled per task share them
         _PROFILES[:] = [cfg, Profiles(cfg)]
     return _PROFILES[1]
 

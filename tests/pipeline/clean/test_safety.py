@@ -68,6 +68,22 @@ def test_a_traditional_cantonese_ad_through_the_list_steps_is_rejected(lang):
     assert steps.safety_reason(row, lang) == "safety_gambling"
 
 
+def test_a_config_unpickled_per_task_reuses_the_built_lists():
+    """Every task of the clean stage unpickles its own copy of the config: an equal copy gets the steps (URL lists,
+    safety automata) built for the first, a changed one its own."""
+    import pickle
+
+    from pipeline.clean.lists_step import ListSteps
+    from pipeline.clean.settings import CleanConfig
+
+    cfg = CleanConfig(languages=None)
+    steps = ListSteps.of(cfg)
+    assert ListSteps.of(pickle.loads(pickle.dumps(cfg))) is steps
+    other = pickle.loads(pickle.dumps(cfg))
+    other.safety.enabled = not cfg.safety.enabled
+    assert ListSteps.of(other) is not steps and (ListSteps.of(other).safety is None) == cfg.safety.enabled
+
+
 def test_every_chinese_language_uses_the_chinese_lists():
     from pipeline.clean.safety import list_language
     from pipeline.clean.script import is_chinese
