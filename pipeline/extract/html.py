@@ -39,6 +39,20 @@ class _Deadline(TimeoutError):
     """Raised by our SIGALRM handler only; private so nothing else catches it by name."""
 
 
+def _disarm(state: dict, previous) -> None:
+    """Stop the timer and put the old handler back, even if the alarm fires in between: a _Deadline raised here
+    before `done` is set used to skip the rest, leaving the 0.2 s interval timer running with our handler, which
+    then raised in whatever the (reused) worker process did next, another stage's unit."""
+    while True:
+        try:
+            state["done"] = True        # from here on the handler never raises
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            return
+        except _Deadline:
+            state["fired"] = True
+
+
 def _with_deadline(fn, timeout_s: float):
     """Run fn() with a SIGALRM deadline (main thread only; elsewhere without a limit)."""
     if not timeout_s or timeout_s <= 0 or threading.current_thread() is not threading.main_thread():
@@ -57,9 +71,7 @@ def _with_deadline(fn, timeout_s: float):
         try:
             result = fn()
         finally:
-            state["done"] = True
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous)
+            _disarm(state, previous)
     except _Deadline:
         raise ExtractionTimeout(f"extraction took longer than {timeout_s:g}s") from None
     except Exception:

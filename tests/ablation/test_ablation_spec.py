@@ -194,7 +194,8 @@ def test_the_quality_specs_check():
     assert all(v.seeds == list(range(1, 9)) for v in en) and en[2].draw_per_seed
     assert en[3].config.score.classifiers[0].model.endswith("quality_models/previous/quality_en_prose.ftz")
     # the candidates run into the same folder: the shared variants are the same configs, so their proxies are reused
-    assert [v.name for v in cand] == ["base", "quality_filter", "random_drop", "instruct_classifier", "docs_classifier"]
+    assert [v.name for v in cand] == ["base", "quality_filter", "random_drop", "instruct_classifier", "docs_classifier",
+                                      "two_class"]
     assert [v.overrides for v in cand[:3]] == [v.overrides for v in en[:3]]
     assert [v.config.score.random_drop for v in zh] == [0.0, 0.0, 0.0, 0.55]
     assert zh[3].draw_per_seed      # the control drawn again for each seed

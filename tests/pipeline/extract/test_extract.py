@@ -156,6 +156,34 @@ def test_timeout_swallowed_by_a_broad_except(monkeypatch):
         extract_html(ARTICLE, None, ExtractConfig(timeout_s=0.2))
 
 
+def test_no_alarm_outlives_the_extraction(monkeypatch):
+    """The alarm landing during the clean-up (the extractor just returned) leaves no timer running and the old
+    handler in place: a stray 0.2 s interval alarm once raised inside a later stage's unit in the same reused worker
+    process. The landing is injected where the clean-up stops the timer: the first stop raises the handler's
+    exception, as a signal arriving there would."""
+    import signal
+
+    from pipeline.extract import html as extract_mod
+
+    real = signal.setitimer
+    landed = []
+
+    def setitimer(which, seconds, interval=0.0):
+        if seconds == 0 and not landed:
+            landed.append(True)
+            raise extract_mod._Deadline()
+        return real(which, seconds, interval)
+    monkeypatch.setattr(extract_mod.signal, "setitimer", setitimer, raising=True)
+    monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: "done")
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(ExtractionTimeout):
+        extract_html(ARTICLE, None, ExtractConfig(timeout_s=5))
+    monkeypatch.undo()
+    assert landed and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is before
+    time.sleep(0.3)   # a stray interval alarm would raise here
+
+
 def test_no_timeout_outside_main_thread(monkeypatch):
     monkeypatch.setattr(trafilatura, "extract", lambda *a, **k: (time.sleep(0.3), "done")[1])
     out = []
