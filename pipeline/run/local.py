@@ -13,9 +13,9 @@ it (`spark.read`, a DataFrame) starts a real session then, says so in the log, a
 `choose_executor` makes the choice before anything starts: the local processes when the master is local and the
 inputs are smaller than `GLASSBOX_LOCAL_MAX_BYTES` (`make clean-dedup LOCAL_MAX_BYTES=...`); `GLASSBOX_EXECUTOR`
 (`EXECUTOR=local|spark`) forces one. Semantic dedup (a Spark job) or the distributed dedup path asked for start
-Spark in the dedup stage alone: the stages before it keep the local processes. The choice and its reason go to the log and to stats/run.json. Both write the same files
-(tests/test_local_executor.py compares them file by file); the units, markers and fingerprints are the same, so a
-run interrupted under one resumes under the other.
+Spark in the dedup stage alone: the stages before it keep the local processes. The choice and its reason go to
+the log and to stats/run.json. Both write the same files (tests/test_local_executor.py compares them file by file);
+the units, markers and fingerprints are the same, so a run interrupted under one resumes under the other.
 
 No pyspark import here (the record-level rule): a real session comes from a factory the caller gives.
 """

@@ -84,8 +84,8 @@ def check_labels(path: str | os.PathLike) -> None:
 
 class QualityClassifier:
     """`predict_proba(texts, langs) -> [P(positive label) or None]`; the model loads on first use. By default
-    Glassbox's own model (`__label__hq`/`__label__lq`, `preprocess`; with positive classes, 1 - P(`__label__lq`)); `positive_label` and `prepare` (a key of
-    PREPARE) serve a fastText model trained elsewhere."""
+    Glassbox's own model (`__label__hq`/`__label__lq`, `preprocess`; with positive classes 1 - P(`__label__lq`));
+    `positive_label` and `prepare` (a key of PREPARE) serve a fastText model trained elsewhere."""
 
     def __init__(self, model_path: str | os.PathLike, max_chars: int | None = MAX_CHARS,
                  positive_label: str | None = None, prepare: str = "glassbox"):
