@@ -157,20 +157,26 @@ def run_command(config: Path, data: Path, width: int, executor: str = "auto") ->
     sampler.join()
     if proc.returncode != 0:
         sys.exit(f"make clean-dedup failed:\n{output[-5000:]}")
-    run = json.loads((data / "stats" / "run.json").read_text())
-    stages = {s["stage"]: s["wall_s"] for s in run["stages"]}
-    stage_sum = sum(stages.values())
-    rest = {
-        "before the driver (make, config check, spark-submit JVM, Python start)": run["driver_started_at"] - t0,
-        "driver imports and config check": run["config_checked_at"] - run["driver_started_at"],
-        "Spark session (local path: its process pool)": run["session_s"],
-        "between stages": run["finished_at"] - run["config_checked_at"] - run["session_s"] - stage_sum,
-        "after the stages (summary, Spark shutdown, exit)": t1 - run["finished_at"],
-    }
+    run, stages, rest = run_times(data, t0, t1)
     counts = {s["stage"]: [s["records_in"], s["records_out"]] for s in run["stages"]}
     return {"wall_s": round(t1 - t0, 2), "executor": run.get("executor", "spark"), "stages_s": stages, "rest_s": {k: round(v, 2) for k, v in rest.items()},
             "records": counts, "peak_rss_mb": {k: round(v) for k, v in peak.items()},
             "peak_driver_rss_mb": round(peak["jvm_mb"] + peak["python_driver_mb"]), "log_tail": output[-2500:]}
+
+
+def run_times(data: Path, t0: float, t1: float) -> tuple[dict, dict, dict]:
+    """(stats/run.json, the stages' walls, where the rest went) of one `make clean-dedup` timed from t0 to t1 by
+    the shell's clock."""
+    run = json.loads((data / "stats" / "run.json").read_text())
+    stages = {s["stage"]: s["wall_s"] for s in run["stages"]}
+    rest = {
+        "before the driver (make, config check, spark-submit JVM, Python start)": run["driver_started_at"] - t0,
+        "driver imports and config check": run["config_checked_at"] - run["driver_started_at"],
+        "Spark session (local path: its process pool)": run["session_s"],
+        "between stages": run["finished_at"] - run["config_checked_at"] - run["session_s"] - sum(stages.values()),
+        "after the stages (summary, Spark shutdown, exit)": t1 - run["finished_at"],
+    }
+    return run, stages, rest
 
 
 def time_config_check(config: Path) -> float:

@@ -44,6 +44,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.clean_dedup_e2e import run_times  # noqa: E402
 from bench.incremental_dedup import agreement, crawls, decisions  # noqa: E402
 from pipeline.read.ids import doc_id  # noqa: E402
 
@@ -107,17 +108,8 @@ def run_command(config: Path, data: Path, executor: str, width: int) -> dict:
     t1 = time.time()
     if proc.returncode != 0:
         sys.exit(f"make clean-dedup failed:\n{proc.stdout[-5000:]}")
-    run = json.loads((data / "stats" / "run.json").read_text())
-    stages = {s["stage"]: s["wall_s"] for s in run["stages"]}
-    stage_sum = sum(stages.values())
+    run, stages, rest = run_times(data, t0, t1)
     dedup = json.loads((data / "stats" / "dedup.json").read_text())
-    rest = {
-        "before the driver (make, config check, spark-submit JVM, Python start)": run["driver_started_at"] - t0,
-        "driver imports and config check": run["config_checked_at"] - run["driver_started_at"],
-        "Spark session (local executor: its process pool)": run["session_s"],
-        "between stages": run["finished_at"] - run["config_checked_at"] - run["session_s"] - stage_sum,
-        "after the stages (summary, shutdown, exit)": t1 - run["finished_at"],
-    }
     return {"wall_s": round(t1 - t0, 2), "executor": run.get("executor", "spark"),
             "executor_reason": run.get("executor_reason"), "master": run.get("master"),
             "dedup_path": dedup.get("extra", {}).get("path"), "stages_s": stages,
