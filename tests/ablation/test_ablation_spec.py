@@ -161,7 +161,7 @@ def test_the_command_exits_2_naming_the_key_before_any_work(files, capsys):
 @pytest.mark.slow   # about 5-20 s: the held-out files of both classifiers and the instruction evaluation part
 def test_the_quality_specs_check():
     """examples/ablate/quality-{en,zh}.yaml, with the files `make ablate-quality-data` writes (the held-out prose of
-    the default classifiers, the instruction data's evaluation quarter, the Chinese science abstracts). The two
+    the default classifiers, the instruction data's evaluation quarter, the Chinese science abstracts). The three
     English candidates it trains into data/ablate-quality stand in as copies of the default when absent: the check is
     of the spec and its configs."""
     import os
@@ -177,7 +177,7 @@ def test_the_quality_specs_check():
         assert heldout.main(["--card", "quality_models/default/quality_en.json", "--out", "data/ablate-quality/en"]) == 0
         assert instruct.main(["--shared", str(shared("instruct").parent), "--eval-out", "data/ablate-quality/en/instruct.jsonl",
                               "--max-docs", "1000"]) == 0
-        for name in ("quality_en_instruct.ftz", "quality_en_docs.ftz"):
+        for name in ("quality_en_instruct.ftz", "quality_en_docs.ftz", "quality_en_twoclass.ftz"):
             if not Path("data/ablate-quality", name).is_file():
                 shutil.copy("quality_models/default/quality_en.ftz", Path("data/ablate-quality", name))
         assert heldout.main(["--card", "quality_models/default/quality_zh.json", "--out", "data/ablate-quality/zh",
