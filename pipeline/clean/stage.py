@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 from typing import Protocol
 
-from pipeline.clean.heuristics import compute_signals
+from pipeline.clean.heuristics import SIGNAL_NAMES, compute_signals
 from pipeline.clean.languages import Profiles
 from pipeline.clean.boilerplate import clean_lines
 from pipeline.clean.normalize import fold_fullwidth, normalize_text
@@ -76,6 +76,15 @@ def identify(top: list[tuple[str, float]], text: str, profiles: Profiles) -> tup
     return lang, score
 
 
+LANG_NOT_ALLOWED = "lang_not_allowed"
+# A document in a language the config does not admit never meets its language's rules: its heuristic signals are
+# null rather than computed (on a multilingual crawl kept to [en, zh], half the clean stage's signal work went to
+# pages dropped for their language; FineWeb and DataTrove filter on language first for the same reason). Admitting
+# a language is a config change that reruns the clean stage; a `lang_low_score` page keeps its signals, since its
+# threshold may move.
+NO_SIGNALS = dict.fromkeys(SIGNAL_NAMES)
+
+
 def language_reason(lang: str | None, score: float | None, cfg: CleanConfig,
                     profiles: Profiles | None = None) -> tuple[str | None, str | None]:
     """(`lang_not_allowed` / `lang_low_score` or None, the language recorded). No identifier (lang None)
@@ -88,7 +97,7 @@ def language_reason(lang: str | None, score: float | None, cfg: CleanConfig,
     if cfg.languages is not None and lang not in cfg.languages:
         admitted = [x for x in cfg.languages if x in profiles.group(lang)]
         if not admitted:
-            return "lang_not_allowed", lang
+            return LANG_NOT_ALLOWED, lang
         lang = admitted[0]
     if score < profiles.get(lang).min_lang_score:
         if cfg.languages is None and cfg.keep_undetermined:
@@ -109,7 +118,7 @@ def profiles_for(cfg: CleanConfig) -> Profiles:
 def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfig,
                 urls: list[str | None] | None = None) -> list[dict]:
     """One dict per input: text (cleaned), lang, lang_score, lines_removed, pii_emails, pii_ips, every
-    signal, and reason (None = keep). Language ID runs once, batched, on the cleaned texts; the signals
+    signal (the heuristic ones null under `lang_not_allowed`), and reason (None = keep). Language ID runs once, batched, on the cleaned texts; the signals
     and thresholds are then those of each document's language. `urls` (one per text, or None) feed the URL
     blocklists; the list steps (pipeline/clean/lists_step.py) add zh_script, url_block and the safety signals."""
     profiles = profiles_for(cfg)
@@ -135,6 +144,10 @@ def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfi
         reason, lang = language_reason(row["lang"], row["lang_score"], cfg, profiles)
         row["lang"] = lang
         listed = steps.before_rules(row, lang, url)  # always: it writes its columns on every row
+        if reason == LANG_NOT_ALLOWED:
+            row.update(NO_SIGNALS)
+            row["reason"] = reason
+            continue
         reason = reason or listed
         profile = profiles.get(lang)
         row.update(compute_signals(row["text"], lang, profile.stopwords, profile.short_line_chars))
