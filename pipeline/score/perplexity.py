@@ -85,6 +85,41 @@ def normalize_for_lm(line: str) -> str:
     return _SPACE.sub(" ", line).strip()
 
 
+def normalized_lines(text: str) -> list[str]:
+    r"""`normalize_for_lm` of each of text's lines (empty ones included), in one pass over the whole text: the
+    per-line calls cost more than the work on a page of short lines (a third of the score stage). The same
+    result: the lines are cut first, as `splitlines` cuts them, and joined with "\n", which no step changes or
+    crosses (not a cased letter for the final sigma, a starter for NFD and NFC, kept by _DROP). The character
+    maps run as one `str.replace` per distinct character that needs it, not as `str.translate` through a dict
+    (a lookup per character of the page: three times slower here)."""
+    lines = text.splitlines()
+    if not lines:
+        return []
+    text = "\n".join(lines).lower()
+    if not text.isascii():   # the typographic marks, combining marks and format characters are all non-ASCII
+        for ch in _PUNCT_CHARS.intersection(text):
+            text = text.replace(ch, _PUNCT[ord(ch)])
+        text = unicodedata.normalize("NFD", text)
+        text = _remove(text, set(text))
+        text = unicodedata.normalize("NFC", text)
+    else:
+        text = _remove(text, set(text))   # ASCII control characters
+    for ch in set(text):
+        if ch.isdecimal() and ch != "0":   # re's \d in a str pattern: the decimal digits (category Nd)
+            text = text.replace(ch, "0")
+    return [" ".join(line.split()) for line in text.split("\n")]   # str.split and re's \s: the same spaces
+
+
+_PUNCT_CHARS = frozenset(map(chr, _PUNCT))
+
+
+def _remove(text: str, chars) -> str:
+    for ch in chars:
+        if _DROP[ord(ch)] is None:
+            text = text.replace(ch, "")
+    return text
+
+
 # --- model files -----------------------------------------------------------------------------------
 
 def model_paths(model_dir: str | Path, lang: str) -> tuple[Path, Path]:
@@ -180,8 +215,7 @@ class PerplexityScorer:
         self.load()
         sp, lm = self._sp, self._lm
         total, n = 0.0, 0
-        for raw in text.splitlines():
-            line = normalize_for_lm(raw)
+        for line in normalized_lines(text):
             if not line:
                 continue
             pieces = [p for p in sp.encode(line, out_type=str) if p and not p.isspace()]

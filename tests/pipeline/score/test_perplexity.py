@@ -9,7 +9,7 @@ import pytest
 
 from conftest import REPO, shared
 from pipeline.score.perplexity import (ModelError, PerplexityScorer, available_languages, get_scorer,
-                                 normalize_for_lm)
+                                 normalize_for_lm, normalized_lines)
 from quality_models import train_kenlm
 
 DEFAULT = REPO / "quality_models" / "default"
@@ -70,6 +70,22 @@ def test_empty_text_is_none(scorer):
     assert scorer.perplexity(None) is None
     assert scorer.perplexity(" \n\t\n\u200b\n") is None
     assert scorer.score_batch(["The river rises in the hills.", "", None]) [1:] == [None, None]
+
+
+def test_the_whole_text_pass_is_the_per_line_normalisation():
+    """normalized_lines (what the scorer uses) against normalize_for_lm line by line, on what could tell them
+    apart: every line break splitlines knows (some are control characters _DROP removes), a final sigma at a line's
+    end, combining marks at a line's start, digits of other scripts, format characters, Hangul jamo, empty text."""
+    import random
+
+    rng = random.Random(7)
+    alphabet = [chr(c) for c in range(0x250)] + list("\u0301\u0308\u0327\u0928\u093f\u094d\u0661\u0966\uff10"
+                                                   "\u03a3\u03c3\u0130\u1e9e\u2028\u2029\x85\x1c\x1d\x1e\x0b"
+                                                   "\x0c\r\u200b\ufeff\u1100\u1161\u11a8\u4e00\u2026\u201c\u2014")
+    texts = ["", "\n", "ΟΔΟΣ\nΣ", "a\rb\x85c\u2028d", "\u0301e\ncafe\u0301 ５٣", *(
+        "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 80))) for _ in range(3000))]
+    for text in texts:
+        assert normalized_lines(text) == [normalize_for_lm(line) for line in text.splitlines()], repr(text)
 
 
 def test_normalisation_makes_variants_equal(scorer):

@@ -1,0 +1,19 @@
+r"""The punctuation-mark spacing of the word layer (pipeline/clean/words.py) is re's `([^\w\s])` -> " \1 "."""
+import re
+
+from pipeline.clean import words
+
+MARK = re.compile(r"([^\w\s])")
+
+
+def test_the_mark_table_is_the_regex_on_every_character_of_the_bmp():
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c <= 0xDFFF] + [chr(0x1F600), chr(0x20000), chr(0xE0001)]
+    assert [words._MARKS[ord(ch)] for ch in chars] == [
+        ord(ch) if MARK.fullmatch(ch) is None else f" {ch} " for ch in chars]
+    text = "".join(chars)
+    assert words._space_marks(text) == MARK.sub(r" \1 ", text)
+
+
+def test_segment_lines_splits_marks_off_words():
+    assert words.segment_lines("Hello, world!\n\n«Quoted» — 3.5%") == [
+        ["hello", ",", "world", "!"], ["«", "quoted", "»", "—", "3", ".", "5", "%"]]
