@@ -17,3 +17,9 @@ def test_the_mark_table_is_the_regex_on_every_character_of_the_bmp():
 def test_segment_lines_splits_marks_off_words():
     assert words.segment_lines("Hello, world!\n\n«Quoted» — 3.5%") == [
         ["hello", ",", "world", "!"], ["«", "quoted", "»", "—", "3", ".", "5", "%"]]
+
+
+def test_map_distinct_is_translate_even_where_one_output_could_feed_another():
+    chain = {ord("a"): " b ", ord("b"): " c "}   # a translate maps once: "ab" -> " b  c "
+    assert words.map_distinct("ab", chain) == "ab".translate(chain) == " b  c "
+    assert words.map_distinct("a,b.", words._MARKS) == "a , b . "
