@@ -182,12 +182,12 @@ EVENT_LOG = --conf spark.eventLog.enabled=true --conf spark.eventLog.dir=file://
 
 # Small inputs run the same stages in local Python processes, without the JVM (pipeline/run/local.py):
 # below LOCAL_MAX_BYTES of input files on a local master; EXECUTOR=local or EXECUTOR=spark forces one. Otherwise
-# jobs/clean_dedup.py hands over to the spark-submit command after --or-submit.
+# jobs/clean_dedup.py hands over to the spark-submit command after --or-submit. It checks the config itself first,
+# prints what `glassbox config check` would and makes DATA/spark-events (one Python start less than a separate
+# check: 0.3-0.4 s of a small job).
 EXECUTOR ?= auto
 LOCAL_MAX_BYTES ?= 268435456
 clean-dedup: setup $(PY_FILES)
-	$(GLASSBOX) config check --kind pipeline $(CONFIG)
-	mkdir -p $(DATA)/spark-events
 	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
 	  $(PY) jobs/clean_dedup.py --config $(CONFIG) --data $(DATA) $(if $(FRESH),--fresh) \
 	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \

@@ -28,13 +28,7 @@ def check(path: str, kind: str | None = None, sets: list[str] | None = None, wor
     kind = kind or kind_of(load_file(path))
     if kind == "pipeline":
         from pipeline.config import load_config
-        cfg = load_config(path)
-        files = sum(len(s.files) for s in cfg.sources.values())
-        return "\n".join([f"{path}: pipeline config ok ({len(cfg.sources)} sources, {files} input files)"]
-                         + [f"source {name}: {src.format}, {len(src.files)} file(s)"
-                            for name, src in sorted(cfg.sources.items())]
-                         + [f"benchmark {b.name}: {len(b.files)} file(s), fields {', '.join(b.fields)}"
-                            for b in cfg.decontaminate.benchmarks])
+        return load_config(path).summary()
     if kind == "mix":
         from pipeline.mix.mixture import load_mix
         mix = load_mix(path)

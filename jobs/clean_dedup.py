@@ -43,6 +43,9 @@ def main(argv=None) -> None:
         k = argv.index(OR_SUBMIT)
         argv, submit = argv[:k], argv[k + 1:]
     cfg, data, fresh = parse_args(__doc__, argv, fresh=True)
+    if submit is not None:   # make's one config check (the config error, if any, was parse_args' last word)
+        print(cfg.summary(), flush=True)
+        os.makedirs(os.path.join(data, "spark-events"), exist_ok=True)   # make's EVENT_LOG, for any session started
     if submit is None:
         executor, reason = "spark", os.environ.get(REASON_ENV, "submitted with spark-submit")
     else:

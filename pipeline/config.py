@@ -54,6 +54,16 @@ class PipelineConfig:
     tokenize: TokenizeConfig = field(default_factory=TokenizeConfig)
     spark: dict[str, str] = field(default_factory=dict)
 
+    def summary(self) -> str:
+        """What `glassbox config check` says of a pipeline config that holds: a line, then its sources and
+        benchmarks."""
+        files = sum(len(s.files) for s in self.sources.values())
+        return "\n".join([f"{self.path}: pipeline config ok ({len(self.sources)} sources, {files} input files)"]
+                         + [f"source {name}: {src.format}, {len(src.files)} file(s)"
+                            for name, src in sorted(self.sources.items())]
+                         + [f"benchmark {b.name}: {len(b.files)} file(s), fields {', '.join(b.fields)}"
+                            for b in self.decontaminate.benchmarks])
+
 
 def _match_inputs(key: str, patterns: list[str], base: Path) -> list[InputFile]:
     """Every file the patterns match (local globs, or object-store URLs listed through fsspec);

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+import os
 import subprocess
 import sys
 import typing
@@ -185,7 +186,16 @@ def test_one_checker_for_every_kind(tmp_path):
                                        "clean: {langauges: [en]}\n")
     r = run(str(tmp_path / "bad.yaml"))
     assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
-    make = subprocess.run(["make", "-n", "--no-print-directory", "clean-dedup", "pretrain"], cwd=REPO,
+    make = subprocess.run(["make", "-n", "--no-print-directory", "tokenize", "pretrain"], cwd=REPO,
                           capture_output=True, text=True, timeout=120).stdout
     assert "config check --kind pipeline" in make and "config check --kind train" in make
     assert "-m pipeline.config" not in make and "-m train.config" not in make
+    # make clean-dedup's first process checks the config itself (one Python start less) and says the same
+    job = [sys.executable, "jobs/clean_dedup.py", "--data", str(tmp_path / "data"), "--config"]
+    r = subprocess.run(job + [str(tmp_path / "bad.yaml"), "--or-submit", "false"], cwd=REPO, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
+    assert not (tmp_path / "data").exists()
+    r = subprocess.run(job + ["examples/sample.yaml", "--or-submit", "false"], cwd=REPO, capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "GLASSBOX_EXECUTOR": "spark"})
+    assert r.stdout.splitlines()[:len(out)] == out and r.returncode == 1, r.stdout + r.stderr
