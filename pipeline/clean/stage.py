@@ -118,9 +118,10 @@ def profiles_for(cfg: CleanConfig) -> Profiles:
 def clean_batch(texts: list[str], identifier: Identifier | None, cfg: CleanConfig,
                 urls: list[str | None] | None = None) -> list[dict]:
     """One dict per input: text (cleaned), lang, lang_score, lines_removed, pii_emails, pii_ips, every
-    signal (the heuristic ones null under `lang_not_allowed`), and reason (None = keep). Language ID runs once, batched, on the cleaned texts; the signals
-    and thresholds are then those of each document's language. `urls` (one per text, or None) feed the URL
-    blocklists; the list steps (pipeline/clean/lists_step.py) add zh_script, url_block and the safety signals."""
+    signal (the heuristic ones null under `lang_not_allowed`), and reason (None = keep). Language ID runs once,
+    batched, on the cleaned texts; the signals and thresholds are then those of each document's language. `urls`
+    (one per text, or None) feed the URL blocklists; the list steps (pipeline/clean/lists_step.py) add zh_script,
+    url_block and the safety signals."""
     profiles = profiles_for(cfg)
     steps = ListSteps.of(cfg)
     rows: list[dict] = []

@@ -129,7 +129,8 @@ def test_language_rules_come_first():
     assert clean_batch([text], FixedLang("en", 0.30), cfg)[0]["reason"] == "lang_low_score"
     assert clean_batch([text], FixedLang("en", 0.99), cfg)[0]["reason"].startswith("gopher_")
     # a language the config does not admit never meets its rules: no heuristic signals; a low score keeps them
-    outside, low = clean_batch([text], FixedLang("fr", 0.99), cfg)[0], clean_batch([text], FixedLang("en", 0.30), cfg)[0]
+    outside = clean_batch([text], FixedLang("fr", 0.99), cfg)[0]
+    low = clean_batch([text], FixedLang("en", 0.30), cfg)[0]
     assert all(outside[name] is None for name in SIGNAL_NAMES) and outside["url_block"] is None
     assert low["gopher_n_words"] > 200 and low["gopher_dup_5gram_char_frac"] > 0.5
     good = _wiki_prose()
