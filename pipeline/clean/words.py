@@ -146,16 +146,24 @@ _MARKS = _MarkTable()
 def map_distinct(text: str, table: dict) -> str:
     """`text.translate(table)`, as one `str.replace` per distinct character that changes (a dozen on a page): a
     translate through a dict looks every character of the page up, three to four times slower on web pages. Exact
-    while each output is spaces around nothing or around the character itself, so no replacement feeds another; a
-    text with a character mapped to another one (a traditional Chinese character to its simplified form) is
-    translated as before."""
+    while each output is the character itself, nothing, or spaces around nothing or around the character, so no
+    replacement feeds another; a text with a character mapped to another one (a traditional Chinese character to its
+    simplified form) is translated as before."""
     changes = []
     for ch in set(text):
-        out = table[ord(ch)]
-        if type(out) is str and out != ch:
-            if out.strip(" ") not in ("", ch):
-                return text.translate(table)
-            changes.append((ch, out))
+        try:
+            out = table[ord(ch)]
+        except LookupError:   # as translate: a character the table does not hold stays
+            continue
+        if out is None:
+            out = ""
+        elif type(out) is int:
+            out = chr(out)
+        if out == ch:
+            continue
+        if out.strip(" ") not in ("", ch):
+            return text.translate(table)
+        changes.append((ch, out))
     for ch, out in changes:
         text = text.replace(ch, out)
     return text

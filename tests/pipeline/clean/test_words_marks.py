@@ -23,3 +23,5 @@ def test_map_distinct_is_translate_even_where_one_output_could_feed_another():
     chain = {ord("a"): " b ", ord("b"): " c "}   # a translate maps once: "ab" -> " b  c "
     assert words.map_distinct("ab", chain) == "ab".translate(chain) == " b  c "
     assert words.map_distinct("a,b.", words._MARKS) == "a , b . "
+    for table in ({ord("a"): None, ord("b"): ord("b")}, {ord("a"): ord("z")}, {ord("a"): "", ord("c"): " c "}, {}):
+        assert words.map_distinct("abcab", table) == "abcab".translate(table), table
