@@ -195,12 +195,13 @@ clean-dedup: setup $(PY_FILES)
 
 # Decontaminate DATA/dedup against the config's benchmarks, train the tokenizer on a sample across
 # sources (or reuse tokenize.tokenizer), write DATA/tokenized/<source>/part-NNNNN.parquet + counts.json.
+# Like clean-dedup, a small corpus (DATA/dedup under LOCAL_MAX_BYTES) runs in local processes without a JVM, the same
+# files written; a bigger one, or EXECUTOR=spark, hands over to spark-submit.
 tokenize: setup $(PY_FILES)
-	$(GLASSBOX) config check --kind pipeline $(CONFIG)
-	mkdir -p $(DATA)/spark-events
-	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) $(EVENT_LOG) \
-	  jobs/tokens.py --config $(CONFIG) --data $(DATA)
+	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
+	  $(PY) jobs/tokens.py --config $(CONFIG) --data $(DATA) \
+	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) $(EVENT_LOG)
 
 # The mixture manifest the trainer reads: DATA/manifests/<name of MIX>.json (needs `make tokenize`).
 # With REWEIGHT_FROM=runs/<run> [REFERENCE=runs/<ref>] [STEP=N]: the next version, DATA/manifests/<name>.v<k>.json,
@@ -210,10 +211,11 @@ REWEIGHT_FROM ?=
 REFERENCE ?=
 mix: setup $(PY_FILES)
 	mkdir -p $(DATA)/spark-events
-	$(SPARK_ENV) $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
-	  --py-files $(PY_FILES) $(EVENT_LOG) \
-	  jobs/mix.py --mix $(MIX) --data $(DATA) --config $(CONFIG) $(if $(REWEIGHT_FROM),--reweight-from $(REWEIGHT_FROM) \
-	  $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(STEP),--step $(STEP)))
+	$(SPARK_ENV) SPARK_MASTER='$(SPARK_MASTER)' GLASSBOX_EXECUTOR=$(EXECUTOR) GLASSBOX_LOCAL_MAX_BYTES=$(LOCAL_MAX_BYTES) \
+	  $(PY) jobs/mix.py --mix $(MIX) --data $(DATA) --config $(CONFIG) $(if $(REWEIGHT_FROM),--reweight-from $(REWEIGHT_FROM) \
+	  $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(STEP),--step $(STEP))) \
+	  --or-submit $(SPARK_SUBMIT) --master '$(SPARK_MASTER)' --driver-memory $(DRIVER_MEMORY) \
+	  --py-files $(PY_FILES) $(EVENT_LOG)
 
 # A standalone master and two workers on 127.0.0.1 (ports from SPARK_CLUSTER_PORT, default 7077),
 # logs and work directories under data/spark-cluster.

@@ -84,8 +84,13 @@ def build_corpus(spark_factory, variant, corpus_dir: str, log) -> dict:
     for spec in clean_dedup.STAGES:
         runner.run(spec)
     log(runner.table())
-    dstats, tstats, counts = tokens.run(runner.spark, variant.config, corpus_dir,
-                                        load_benchmarks(variant.config.decontaminate))
+    from pipeline.run.local import LocalSession
+
+    benchmarks = load_benchmarks(variant.config.decontaminate)
+    if isinstance(runner.spark, LocalSession):   # a small corpus: tokenized without the JVM, as make tokenize does
+        dstats, tstats, counts = tokens.run_local(runner.spark.sparkContext, variant.config, corpus_dir, benchmarks)
+    else:
+        dstats, tstats, counts = tokens.run(runner.spark, variant.config, corpus_dir, benchmarks)
     stages = [{"stage": o.stats.stage, "status": o.status, "wall_s": o.wall_s, "records_in": o.stats.records_in,
                "records_out": o.stats.records_out} for o in runner.outcomes]
     stages += [{"stage": s.stage, "status": "ran", "wall_s": s.wall_s, "records_in": s.records_in,

@@ -38,9 +38,10 @@ class Ablation:
         self.corpora: dict[str, dict] = {}       # key -> record
         self.corpus_of: dict[tuple, str] = {}    # (variant, seed) -> key
 
-    # --- Spark, started only when a corpus has work ------------------------------------------------------------
+    # --- Spark (or, for small corpora, the local executor), started only when a corpus has work --------------
     def spark(self):
         if self._spark is None:
+            from pipeline.run.local import LocalSession, choose_executor, master_cores
             from pipeline.run.spark import get_spark
 
             # Spark's log settings of this repository (conf/log4j2.properties), as the tests use them
@@ -48,8 +49,19 @@ class Ablation:
             if os.path.isdir(conf):
                 os.environ.setdefault("SPARK_CONF_DIR", conf)
             t0 = time.time()
-            self._spark = get_spark(f"glassbox-ablate-{self.spec.name}", self.variants[0].config.spark)
-            say(f"spark: session started in {time.time() - t0:.1f}s ({self._spark.sparkContext.master})")
+            make_spark = lambda: get_spark(f"glassbox-ablate-{self.spec.name}", self.variants[0].config.spark)  # noqa: E731
+            # as `make clean-dedup` chooses: the local processes when every variant's inputs are small
+            choices = [choose_executor(v.config) for v in self.variants]
+            if all(kind == "local" for kind, _ in choices):
+                from pyspark import cloudpickle
+
+                cores = master_cores(os.environ.get("SPARK_MASTER") or "local[*]")
+                self._spark = LocalSession(cores, make_spark, cloudpickle.dumps, log=say)
+                say(f"executor: local Python processes x{cores}, no JVM ({choices[0][1]})")
+            else:
+                self._spark = make_spark()
+                say(f"spark: session started in {time.time() - t0:.1f}s ({self._spark.sparkContext.master}; "
+                    f"{next(why for kind, why in choices if kind == 'spark')})")
         return self._spark
 
     def stop_spark(self) -> None:

@@ -14,15 +14,14 @@ always runs on Spark.
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import time
 
 DRIVER_START = time.time()  # before the heavy imports: the bench splits the command's time with it
 
 from jobs import clean, dedup, extract, score  # noqa: E402
-from jobs.common import parse_args  # noqa: E402
-from pipeline.run.local import LocalSession, choose_executor, master_cores  # noqa: E402
+from jobs.common import executor_for, local_session, parse_args, split_submit  # noqa: E402
+from pipeline.run.local import choose_executor  # noqa: E402
 from pipeline.run.runner import Runner  # noqa: E402
 from pipeline.run.spark import get_spark  # noqa: E402
 from pipeline.run.stats import nothing_kept_line  # noqa: E402
@@ -32,41 +31,20 @@ from pipeline.run.units import write_json_atomic  # noqa: E402
 STAGES = (extract.SPEC, clean.SPEC, score.SPEC, dedup.SPEC)
 
 
-OR_SUBMIT = "--or-submit"
-REASON_ENV = "GLASSBOX_EXECUTOR_REASON"   # why the spark-submit this process runs under was chosen
-
-
 def main(argv=None) -> None:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    submit = None
-    if OR_SUBMIT in argv:  # make clean-dedup: choose between local processes and that spark-submit command
-        k = argv.index(OR_SUBMIT)
-        argv, submit = argv[:k], argv[k + 1:]
+    # make clean-dedup: choose between local processes and the spark-submit command after --or-submit
+    argv, submit = split_submit(list(sys.argv[1:] if argv is None else argv))
     cfg, data, fresh = parse_args(__doc__, argv, fresh=True)
     if submit is not None:   # make's one config check (the config error, if any, was parse_args' last word)
         print(cfg.summary(), flush=True)
         os.makedirs(os.path.join(data, "spark-events"), exist_ok=True)   # make's EVENT_LOG, for any session started
-    if submit is None:
-        executor, reason = "spark", os.environ.get(REASON_ENV, "submitted with spark-submit")
-    else:
-        try:
-            executor, reason = choose_executor(cfg)
-        except ValueError as e:
-            print(f"config error: {e}", file=sys.stderr)
-            sys.exit(2)
-        if executor == "spark":
-            os.environ[REASON_ENV] = reason
-            os.execv(submit[0], submit + [os.path.abspath(__file__)] + argv)
+    executor, reason = executor_for(lambda: choose_executor(cfg), submit, __file__, argv)
     t_checked = time.time()
     make_spark = lambda: get_spark("glassbox-clean-dedup", cfg.spark)  # noqa: E731
     if executor == "local":
-        cores = master_cores(os.environ.get("SPARK_MASTER") or "local[*]")
-        # a step that needs Spark after all starts it with the options make would have submitted
-        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", shlex.join(submit[1:] + ["pyspark-shell"]))
+        session, cores = local_session(submit, make_spark)
         print(f"executor: local Python processes x{cores}, no JVM ({reason})", flush=True)
-        from pyspark import cloudpickle  # tasks travel to the local processes as Spark ships them
-
-        runner = Runner(lambda: LocalSession(cores, make_spark, cloudpickle.dumps), cfg, data, fresh=fresh)
+        runner = Runner(session, cfg, data, fresh=fresh)
     else:
         print(f"executor: Spark ({reason})", flush=True)
         runner = Runner(make_spark, cfg, data, fresh=fresh)

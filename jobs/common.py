@@ -52,3 +52,48 @@ def print_nothing_kept(data: str, stage: str) -> None:
     line = nothing_kept_line(load_chain(data, stage))
     if line:
         print(line)
+
+
+# ---- make's jobs: local processes for a small job, else the spark-submit command given after --or-submit ----
+
+OR_SUBMIT = "--or-submit"
+REASON_ENV = "GLASSBOX_EXECUTOR_REASON"   # why the spark-submit this process runs under was chosen
+
+
+def split_submit(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    """(the job's own arguments, the spark-submit command after --or-submit, or None: submitted directly)."""
+    if OR_SUBMIT not in argv:
+        return argv, None
+    k = argv.index(OR_SUBMIT)
+    return argv[:k], argv[k + 1:]
+
+
+def executor_for(choose, submit: list[str] | None, script: str, argv: list[str]) -> tuple[str, str]:
+    """("local" or "spark", why). Run by make (`submit` given): `choose()` decides, and "spark" replaces this
+    process with the spark-submit command running `script` with `argv`. Submitted directly: Spark, for the
+    reason the make process gave when it handed over."""
+    if submit is None:
+        return "spark", os.environ.get(REASON_ENV, "submitted with spark-submit")
+    try:
+        executor, reason = choose()
+    except ValueError as e:
+        print(f"config error: {e}", file=sys.stderr)
+        sys.exit(2)
+    if executor == "spark":
+        os.environ[REASON_ENV] = reason
+        os.execv(submit[0], submit + [os.path.abspath(script)] + argv)
+    return executor, reason
+
+
+def local_session(submit: list[str], make_spark):
+    """(a factory of the local executor's session, its cores); a step that needs Spark after all starts it with
+    the options make would have submitted."""
+    import shlex
+
+    from pyspark import cloudpickle  # tasks travel to the local processes as Spark ships them
+
+    from pipeline.run.local import LocalSession, master_cores
+
+    cores = master_cores(os.environ.get("SPARK_MASTER") or "local[*]")
+    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", shlex.join(submit[1:] + ["pyspark-shell"]))
+    return (lambda: LocalSession(cores, make_spark, cloudpickle.dumps)), cores

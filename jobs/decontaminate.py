@@ -15,11 +15,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from pipeline.tokenize.decontam import decontam_partition, fingerprint, load_benchmarks
+from pipeline.tokenize.decontam import MAX_LISTED, decontam_partition, fingerprint, index_stats, load_benchmarks
 from pipeline.run.spark import finish_stage, get_spark, input_stats, text_bytes
-
-MAX_LISTED = 10_000  # matches listed one by one in the stats; beyond that, counts only
-
 
 def run(spark, cfg, data_dir: str, benchmarks=None):
     """`benchmarks` = load_benchmarks(cfg.decontaminate), when the caller already loaded them.
@@ -59,13 +56,6 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
                        matches=listed, matches_truncated=n_hits > len(listed))
     stats.write(data_dir)
     return stats
-
-
-def index_stats(items, dc) -> dict:
-    """What the index holds per benchmark (n-grams, whole short texts, skipped short texts)."""
-    from pipeline.tokenize.decontam import NgramIndex
-
-    return dict(sorted(NgramIndex(items, dc.ngram, dc.min_words).stats.items()))
 
 
 if __name__ == "__main__":

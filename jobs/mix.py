@@ -86,6 +86,12 @@ def run_reweight(spark, mix: MixConfig, data_dir: str, evidence: RunEvidence, re
 
 
 def main(argv=None) -> int:
+    from jobs.common import executor_for, local_session, split_submit
+    from pipeline.run.local import choose_by_size
+
+    # make mix: a small corpus's shards are checked in local processes, a bigger one's through the spark-submit
+    # after --or-submit
+    argv, submit = split_submit(list(sys.argv[1:] if argv is None else argv))
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mix", required=True, help="mixes/<name>.yaml or .json")
     ap.add_argument("--data", required=True, help="a corpus folder with tokenized/ (from the tokenize job)")
@@ -115,7 +121,18 @@ def main(argv=None) -> int:
     except ConfigError as e:                   # MixError is one
         print(f"mix error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark(f"glassbox-mix-{mix.name}", spark_conf)
+    tokenized = os.path.join(data, "tokenized")
+    size = sum(os.path.getsize(os.path.join(tokenized, s["path"])) for v in counts["sources"].values()
+               for s in v["shards"] if os.path.isfile(os.path.join(tokenized, s["path"])))
+    executor, reason = executor_for(lambda: choose_by_size(size, "token shards"), submit, __file__, argv)
+    make_spark = lambda: get_spark(f"glassbox-mix-{mix.name}", spark_conf)  # noqa: E731
+    if executor == "local":
+        factory, cores = local_session(submit, make_spark)
+        print(f"executor: local Python processes x{cores}, no JVM ({reason})", flush=True)
+        spark = factory()
+    else:
+        print(f"executor: Spark ({reason})", flush=True)
+        spark = make_spark()
     try:
         if evidence is None:
             manifest, path = run(spark, mix, data, counts)
@@ -125,6 +142,9 @@ def main(argv=None) -> int:
     except MixError as e:
         print(f"mix error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if executor == "local":
+            spark.stop()
     print(format_table(manifest))
     print(f"manifest: {path}")
     return 0

@@ -42,32 +42,70 @@ def say(msg: str) -> None:
     print(f"tokenize: {msg}", flush=True)
 
 
-def _sample_texts(docs, per_source: dict[str, int], tc, drawn: dict):
-    """Up to sample_docs documents and sample_chars characters, taken in turns from every source in
-    an order fixed by a hash of (seed, id): the same corpus gives the same sample on any cluster.
-    Only the sample reaches the driver. Fills `drawn` with what was taken."""
-    key = F.xxhash64(F.lit(tc.seed), F.col("id"))
-    uniform = F.pmod(key, F.lit(1 << 40)).cast("double") / float(1 << 40)
-    # Pre-filter so each source offers about 1.2 x sample_docs documents at most.
-    frac = F.create_map(*[x for s, n in sorted(per_source.items())
-                          for x in (F.lit(s), F.lit(min(1.0, 1.2 * tc.sample_docs / max(n, 1))))])
-    offered = (docs.withColumn("_k", key).where(uniform < F.element_at(frac, F.col("source")))
-               .withColumn("_turn", F.row_number().over(Window.partitionBy("source").orderBy("_k", "id")))
-               .orderBy("_turn", "source").select("source", "text"))
+class SparkCorpus:
+    """decontaminated/ read by Spark, and what `run` asks of a corpus (pipeline/tokenize/local.py's LocalCorpus
+    answers the same without the JVM)."""
+
+    def __init__(self, spark, data_dir: str):
+        self.spark = spark
+        docs = spark.read.parquet(os.path.join(data_dir, "decontaminated"))
+        lang = F.col("lang") if "lang" in docs.columns else F.lit(None).cast("string").alias("lang")
+        self.docs = docs.select("id", "source", "text", lang)
+        self._shared = None
+
+    def per_source(self) -> dict[str, tuple[int, int]]:
+        return {r["source"]: (int(r["n"]), int(r["b"] or 0)) for r in self.docs.groupBy("source").agg(
+            F.count(F.lit(1)).alias("n"), F.sum(text_bytes()).alias("b")).collect()}
+
+    def offered(self, per_source: dict[str, int], tc):
+        """(source, text) in an order fixed by a hash of (seed, id), taken in turns from every source: the same
+        corpus gives the same sample on any cluster. Only what the sample takes reaches the driver."""
+        key = F.xxhash64(F.lit(tc.seed), F.col("id"))
+        uniform = F.pmod(key, F.lit(1 << 40)).cast("double") / float(1 << 40)
+        # Pre-filter so each source offers about 1.2 x sample_docs documents at most.
+        frac = F.create_map(*[x for s, n in sorted(per_source.items())
+                              for x in (F.lit(s), F.lit(min(1.0, 1.2 * tc.sample_docs / max(n, 1))))])
+        offered = (self.docs.withColumn("_k", key).where(uniform < F.element_at(frac, F.col("source")))
+                   .withColumn("_turn", F.row_number().over(Window.partitionBy("source").orderBy("_k", "id")))
+                   .orderBy("_turn", "source").select("source", "text"))
+        for row in offered.toLocalIterator():
+            yield row["source"], row["text"]
+
+    def write_source(self, source: str, load_model, sha: str, eos_id: int, k: int, dest: str) -> dict[int, dict]:
+        """`k` token shards of one source: shard = Spark's own hash partitioning of id, so partition p holds
+        shard p (the writer relies only on the column, though): spread evenly, the same on every run."""
+        if self._shared is None:
+            model = load_model()
+            self._shared = self.spark.sparkContext.broadcast(model)
+        shared = self._shared
+        rows = (self.docs.where(F.col("source") == source)
+                .mapInArrow(tokenize_partition(lambda: shared.value, sha, eos_id, fertility=True), TOKEN_STATS_DDL)
+                .withColumn("shard", F.pmod(F.hash("id"), F.lit(k)).cast("int"))
+                .repartition(k, "id").sortWithinPartitions("shard", "id"))
+        return {r["shard"]: r.asDict() for r in rows.mapInArrow(write_shards_partition(dest), SHARD_DDL).collect()}
+
+    def close(self) -> None:
+        if self._shared is not None:
+            self._shared.unpersist()
+
+
+def _sample_texts(offered, tc, drawn: dict):
+    """Up to sample_docs documents and sample_chars characters of the corpus's `offered` (source, text) order.
+    Fills `drawn` with what was taken."""
     n_docs, n_chars = 0, 0
     taken: dict[str, int] = {}
-    for row in offered.toLocalIterator():
+    for source, text in offered:
         if n_docs >= tc.sample_docs or n_chars >= tc.sample_chars:
             break
-        text = (row["text"] or "")[: tc.sample_chars - n_chars]
+        text = (text or "")[: tc.sample_chars - n_chars]
         n_docs += 1
         n_chars += len(text)
-        taken[row["source"]] = taken.get(row["source"], 0) + 1
+        taken[source] = taken.get(source, 0) + 1
         drawn.update(documents=n_docs, chars=n_chars, by_source=dict(sorted(taken.items())))
         yield text
 
 
-def _tokenizer(docs, per_source: dict[str, int], tc, staging: str) -> tuple[bytes, dict]:
+def _tokenizer(corpus, per_source: dict[str, int], tc, staging: str) -> tuple[bytes, dict]:
     if tc.tokenizer:
         with open(tc.tokenizer, "rb") as fh:
             model = fh.read()
@@ -80,7 +118,7 @@ def _tokenizer(docs, per_source: dict[str, int], tc, staging: str) -> tuple[byte
         f"{len(per_source)} source(s) for tokenizer training")
     drawn: dict = {}
     with open(sample, "w", encoding="utf-8") as fh:
-        for text in _sample_texts(docs, per_source, tc, drawn):
+        for text in _sample_texts(corpus.offered(per_source, tc), tc, drawn):
             for line in training_sentences(text):
                 fh.write(line + "\n")
     if not drawn:
@@ -96,7 +134,7 @@ def _tokenizer(docs, per_source: dict[str, int], tc, staging: str) -> tuple[byte
     return model, {**info, "trained": True, "model_type": tc.model_type, "sample": drawn}
 
 
-def _write_source(docs, source: str, load_model, info: dict, tc, staging: str,
+def _write_source(corpus, source: str, load_model, info: dict, tc, staging: str,
                   fertility: dict | None = None) -> list[dict]:
     """Exactly `shards_per_source` token shards of one source, <staging>/<source>/part-NNNNN.parquet;
     returns their facts (path relative to staging, sha256, documents, tokens). The per-language sums of
@@ -104,14 +142,7 @@ def _write_source(docs, source: str, load_model, info: dict, tc, staging: str,
     k = tc.shards_per_source
     dest = os.path.join(staging, source)
     os.makedirs(dest)
-    # shard = Spark's own hash partitioning of id, so partition p holds shard p (the writer relies
-    # only on the column, though): spread evenly, the same on every run.
-    rows = (docs.where(F.col("source") == source)
-            .mapInArrow(tokenize_partition(load_model, info["sha256"], info["eos_id"], fertility=True),
-                        TOKEN_STATS_DDL)
-            .withColumn("shard", F.pmod(F.hash("id"), F.lit(k)).cast("int"))
-            .repartition(k, "id").sortWithinPartitions("shard", "id"))
-    facts = {r["shard"]: r.asDict() for r in rows.mapInArrow(write_shards_partition(dest), SHARD_DDL).collect()}
+    facts = corpus.write_source(source, load_model, info["sha256"], info["eos_id"], k, dest)
     if fertility is not None:
         fertility[source] = merge_fertility(json.loads(f["fertility"]) for f in facts.values())
     for i in range(k):
@@ -140,17 +171,29 @@ def _swap(staging: str, final: str) -> None:
 
 
 def run(spark, cfg, data_dir: str, benchmarks=None):
-    """-> (decontaminate stats, tokenize stats, counts)."""
+    """-> (decontaminate stats, tokenize stats, counts), on Spark."""
     dstats = decontaminate.run(spark, cfg, data_dir, benchmarks)
     print(dstats.summary(), flush=True)
+    return (dstats, *tokenize(SparkCorpus(spark, data_dir), cfg, data_dir))
+
+
+def run_local(sc, cfg, data_dir: str, benchmarks=None):
+    """The same without the JVM: `sc` schedules the tasks in local processes (pipeline/run/local.py)."""
+    from pipeline.tokenize import local
+    from pipeline.tokenize.decontam import load_benchmarks
+
+    loaded = benchmarks if benchmarks is not None else load_benchmarks(cfg.decontaminate)
+    dstats, kept = local.decontaminate(sc, cfg, data_dir, loaded)
+    print(dstats.summary(), flush=True)
+    return (dstats, *tokenize(local.LocalCorpus(sc, kept), cfg, data_dir))
+
+
+def tokenize(corpus, cfg, data_dir: str):
+    """decontaminated/ (as `corpus` reads it) -> tokenized/ and stats/tokenize.json: (stats, counts)."""
     t0 = time.time()
     tc = cfg.tokenize
     src = os.path.join(data_dir, "decontaminated")
-    docs = spark.read.parquet(src)
-    lang = F.col("lang") if "lang" in docs.columns else F.lit(None).cast("string").alias("lang")
-    docs = docs.select("id", "source", "text", lang)
-    per_source = {r["source"]: (int(r["n"]), int(r["b"] or 0)) for r in
-                  docs.groupBy("source").agg(F.count(F.lit(1)).alias("n"), F.sum(text_bytes()).alias("b")).collect()}
+    per_source = corpus.per_source()
     for s in per_source:
         if s is None or not _SOURCE.match(s):
             raise ValueError(f"source {s!r} cannot name a folder of tokenized/: use letters, digits, '-' or '_'")
@@ -167,15 +210,14 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
             model, info = None, None
             say("nothing to tokenize: decontaminated/ holds no documents; no tokenizer trained, empty shards written")
         else:
-            model, info = _tokenizer(docs, {s: n for s, (n, _) in per_source.items()}, tc, staging)
+            model, info = _tokenizer(corpus, {s: n for s, (n, _) in per_source.items()}, tc, staging)
             with open(os.path.join(staging, "tokenizer.model"), "wb") as fh:
                 fh.write(model)
-        shared = spark.sparkContext.broadcast(model)
         sources, fertility = {}, {}
         for s in names:
             t1 = time.time()
             if s in per_source:
-                listed = _write_source(docs, s, lambda: shared.value, info, tc, staging, fertility)
+                listed = _write_source(corpus, s, lambda: model, info, tc, staging, fertility)
             else:
                 listed = _write_empty_source(s, tc, staging)
             per_source.setdefault(s, (0, 0))
@@ -186,7 +228,6 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
             if sources[s]["documents"] != per_source[s][0]:
                 raise AccountingError(f"tokenize: {s} has {per_source[s][0]} documents but its shards hold "
                                       f"{sources[s]['documents']}")
-        shared.unpersist()
         tokenizer = {"path": "tokenizer.model", **{k: v for k, v in info.items() if k != "sample"}} if info else None
         counts = {"tokenizer": tokenizer, "tokenizer_sha256": info and info["sha256"],
                   "vocab_size": info and info["vocab_size"], "eos_id": info and info["eos_id"],
@@ -200,6 +241,8 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        corpus.close()
     n_docs = sum(n for n, _ in per_source.values())
     n_bytes = sum(b for _, b in per_source.values())
     extra = {"tokenizer": info, "tokens": counts["tokens"],
@@ -211,29 +254,52 @@ def run(spark, cfg, data_dir: str, benchmarks=None):
                        bytes_out=n_bytes, wall_s=round(time.time() - t0, 2), input=src, output=final, extra=extra)
     stats.check()
     stats.write(data_dir)
-    return dstats, stats, counts
+    return stats, counts
 
 
 def main(argv=None) -> int:
-    from jobs.common import parse_args
+    from jobs.common import executor_for, local_session, parse_args, split_submit
+    from pipeline.run.local import choose_by_size
+    from pipeline.run.units import parquet_files
     from pipeline.tokenize.decontam import BenchmarkError, load_benchmarks
 
+    # make tokenize: a small corpus in local processes, a bigger one through the spark-submit after --or-submit
+    argv, submit = split_submit(list(sys.argv[1:] if argv is None else argv))
     cfg, data = parse_args(__doc__, argv)
-    if not os.path.isdir(os.path.join(data, "dedup")):
-        print(f"tokenize error: {os.path.join(data, 'dedup')} not found; run `make clean-dedup DATA={data}` first",
-              file=sys.stderr)
+    if submit is not None:   # make's one config check
+        print(cfg.summary(), flush=True)
+    src = os.path.join(data, "dedup")
+    if not os.path.isdir(src):
+        print(f"tokenize error: {src} not found; run `make clean-dedup DATA={data}` first", file=sys.stderr)
         return 2
     try:
         loaded = load_benchmarks(cfg.decontaminate)
     except BenchmarkError as e:
         print(f"config error: {e}", file=sys.stderr)
         return 2
-    spark = get_spark("glassbox-tokenize", cfg.spark)
+    if submit is not None:
+        os.makedirs(os.path.join(data, "spark-events"), exist_ok=True)   # make's EVENT_LOG
+    size = sum(os.path.getsize(f) for f in parquet_files(src))
+    executor, reason = executor_for(lambda: choose_by_size(size, "dedup/ files"), submit, __file__, argv)
+    make_spark = lambda: get_spark("glassbox-tokenize", cfg.spark)  # noqa: E731
+    session = None
     try:
-        _, stats, counts = run(spark, cfg, data, loaded)
+        if executor == "local":
+            factory, cores = local_session(submit, make_spark)
+            print(f"executor: local Python processes x{cores}, no JVM ({reason})", flush=True)
+            session = factory()
+            _, stats, counts = run_local(session.sparkContext, cfg, data, loaded)
+        else:
+            print(f"executor: Spark ({reason})", flush=True)
+            _, stats, counts = run(make_spark(), cfg, data, loaded)
     except TokenizerError as e:
         print(f"tokenize error: {e}", file=sys.stderr)
         return 2
+    finally:
+        if session is not None:
+            session.stop()
+    stats.extra.update(executor=executor, executor_reason=reason)
+    stats.write(data)
     print(stats.summary())
     tok = counts["tokenizer"]
     if not counts["documents"]:  # an empty corpus is a result, not an error (docs/pipeline.md, "When nothing is kept")

@@ -86,6 +86,7 @@ def test_every_optional_switch_through_make(tmp_path):
     _ok(make("tokenize", *common))
     decon = _stats(data, "decontaminate")
     assert decon["records_out"] == decon["records_in"] and not decon["rejected"]  # reported, not removed
+    assert _stats(data, "tokenize")["extra"]["executor"] == "local"   # a corpus this small: no JVM
 
     print(f"\nsemantic dedup through make on local[2] over {sem['documents']} documents: static model "
           f"{static_rate:.0f} docs/s, MiniLM {sem['docs_per_s']:.1f} docs/s; the MiniLM make run {minilm_s:.1f} s "

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
-import os
 import shutil
 from collections import Counter
 
@@ -41,57 +40,11 @@ from pipeline.dedup.sketch import SKETCH_COLUMNS, Sketches, sketch_arrays
 from pipeline.dedup.minhash import MEASURES
 from pipeline.rows import BOOKKEEPING_COLUMNS, EXACT_DUPLICATE, KEPT, NEAR_DUPLICATE, REJECTED, quality_column
 from pipeline.run.repeats import check_unique, repeated_values
-from pipeline.run.units import replace_dir, text_bytes
+from pipeline.run.spark_layout import hash_layout, write_folder
+from pipeline.run.units import text_bytes
 
 BATCH = 512                   # rows per sketch call, as the distributed path's Arrow batches
 OURS = ("minhash_cluster",) + SKETCH_COLUMNS  # ours: a rerun on an already deduplicated table recomputes them
-
-
-# ---- Spark's hash partitioning, so that both paths write the same rows to the same files ----------
-
-_C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
-
-
-def _rotl(x: np.ndarray, r: int) -> np.ndarray:
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def _mix(h: np.ndarray, k: np.ndarray) -> np.ndarray:
-    k = _rotl(k * _C1, 15) * _C2
-    return _rotl(h ^ k, 13) * np.uint32(5) + np.uint32(0xE6546B64)
-
-
-def spark_string_hash(encoded: list[bytes], seed: int = 42) -> np.ndarray:
-    """Spark's `hash()` of UTF-8 strings (Murmur3_x86_32.hashUnsafeBytes: 4-byte little-endian words,
-    then each remaining byte, sign-extended, as a word of its own), as int32; vectorised over
-    strings of equal length."""
-    out = np.zeros(len(encoded), dtype=np.int32)
-    by_len: dict[int, list[int]] = {}
-    for i, b in enumerate(encoded):
-        by_len.setdefault(len(b), []).append(i)
-    with np.errstate(over="ignore"):
-        for length, idx in by_len.items():
-            raw = np.frombuffer(b"".join(encoded[i] for i in idx), dtype=np.uint8).reshape(len(idx), length)
-            h = np.full(len(idx), seed, dtype=np.uint32)
-            aligned = length - length % 4
-            words = np.ascontiguousarray(raw[:, :aligned]).view("<u4").astype(np.uint32)
-            for j in range(words.shape[1]):
-                h = _mix(h, words[:, j])
-            for j in range(aligned, length):
-                h = _mix(h, raw[:, j].astype(np.int8).astype(np.int32).view(np.uint32))
-            h ^= np.uint32(length)
-            h ^= h >> np.uint32(16)
-            h *= np.uint32(0x85EBCA6B)
-            h ^= h >> np.uint32(13)
-            h *= np.uint32(0xC2B2AE35)
-            h ^= h >> np.uint32(16)
-            out[idx] = h.view(np.int32)
-    return out
-
-
-def spark_partition_of(ids: list[str], n: int) -> np.ndarray:
-    """The partition Spark's repartition(n, id) sends each id to: pmod(hash(id), n)."""
-    return spark_string_hash([i.encode("utf-8") for i in ids]).astype(np.int64) % n
 
 
 # ---- the decisions ------------------------------------------------------------------------------
@@ -266,17 +219,12 @@ def dedup_files(files: list[str], out_dir: str, rejected_dir: str, exact: bool, 
     if pc.count_distinct(dropped.column("id")).as_py() != dropped.num_rows:  # in rejected/ too
         check_unique("dedup", repeated_values(dropped.column("id")), f"its rejected rows {rejected_dir}")
 
-    kept_ids = kept.column("id").to_pylist()
-    part = spark_partition_of(kept_ids, shards)
-    order = sorted(range(len(kept_ids)), key=lambda i: (part[i], kept_ids[i]))
+    order, spans = hash_layout(kept.column("id").to_pylist(), shards)
     kept = kept.take(pa.array(order, pa.int64()))
-    bounds = np.searchsorted(part[order], np.arange(shards + 1)) if order else np.zeros(shards + 1, np.int64)
-    spans = [(f"part-{p:05d}.zstd.parquet", int(bounds[p]), int(bounds[p + 1]))
-             for p in range(shards) if bounds[p + 1] > bounds[p]] or [("part-00000.zstd.parquet", 0, 0)]
-    _write_folder(out_dir, [(name, kept.slice(lo, hi - lo)) for name, lo, hi in spans])
+    write_folder(out_dir, [(name, kept.slice(lo, hi - lo)) for name, lo, hi in spans])
     dropped_ids = dropped.column("id").to_pylist()
     dropped = dropped.take(pa.array(sorted(range(len(dropped_ids)), key=dropped_ids.__getitem__), pa.int64()))
-    _write_folder(rejected_dir, [("part-00000.zstd.parquet", dropped)])
+    write_folder(rejected_dir, [("part-00000.zstd.parquet", dropped)])
     if index_to is not None:  # the kept documents' keys, in the dedup/ files' layout and order
         index = kept_index_rows([r for r in range(n) if status[r] == KEPT], ids, sources, hashes, fp)
         index = index.take(pa.array(order, pa.int64()))
@@ -311,16 +259,3 @@ def _quality(table: pa.Table, n: int) -> list:
     """Each document's own language's quality score (quality_ft in a folder scored before per-language columns)."""
     col = quality_column(table.column_names)
     return table.column(col).cast(pa.float64()).to_pylist() if col else [None] * n
-
-
-def _write_folder(folder: str, files: list[tuple[str, pa.Table]]) -> None:
-    """Write the files to a side folder, check their row counts, then swap it in."""
-    tmp = folder.rstrip("/") + ".__writing"
-    shutil.rmtree(tmp, ignore_errors=True)
-    os.makedirs(tmp)
-    for name, t in files:
-        pq.write_table(t, os.path.join(tmp, name), compression="zstd")
-        if pq.read_metadata(os.path.join(tmp, name)).num_rows != t.num_rows:
-            raise IOError(f"{folder}/{name}: the file does not hold the {t.num_rows} rows written")
-    open(os.path.join(tmp, "_SUCCESS"), "w").close()
-    replace_dir(tmp, folder)

@@ -61,8 +61,20 @@ def input_bytes(cfg) -> int:
 
 
 def choose_executor(cfg, env=os.environ) -> tuple[str, str]:
-    """("local" or "spark", why), from the config, SPARK_MASTER and the GLASSBOX_EXECUTOR /
-    GLASSBOX_LOCAL_MAX_BYTES settings."""
+    """("local" or "spark", why) for `make clean-dedup`, from the config's input files, SPARK_MASTER and the
+    GLASSBOX_EXECUTOR / GLASSBOX_LOCAL_MAX_BYTES settings."""
+    # Semantic dedup and the distributed dedup path are Spark jobs of the dedup stage alone: extract, clean and
+    # score still run without the JVM, and the dedup stage starts the session it needs (LocalSession.real).
+    later = ("; dedup starts Spark for its semantic step" if cfg.dedup.semantic.enabled else
+             "; dedup starts Spark for its distributed path (dedup.local_max_bytes is 0)"
+             if cfg.dedup.local_max_bytes <= 0 else "")
+    return choose_by_size(input_bytes(cfg), "input files", env, later)
+
+
+def choose_by_size(size: int, what: str, env=os.environ, later: str = "") -> tuple[str, str]:
+    """("local" or "spark", why) for a job reading `size` bytes of `what`: the local processes when the master
+    is local and the size at most GLASSBOX_LOCAL_MAX_BYTES; GLASSBOX_EXECUTOR forces one. `later`: a step that
+    starts Spark after all, said in the reason."""
     asked = (env.get("GLASSBOX_EXECUTOR") or "auto").strip().lower()
     if asked not in EXECUTORS:
         raise ValueError(f"GLASSBOX_EXECUTOR (EXECUTOR=) must be one of {', '.join(EXECUTORS)}, got {asked!r}")
@@ -71,18 +83,12 @@ def choose_executor(cfg, env=os.environ) -> tuple[str, str]:
     master = env.get("SPARK_MASTER") or "local[*]"
     if master_cores(master) is None:
         return "spark", f"SPARK_MASTER={master} is a cluster"
-    size = input_bytes(cfg)
-    # Semantic dedup and the distributed dedup path are Spark jobs of the dedup stage alone: extract, clean and
-    # score still run without the JVM, and the dedup stage starts the session it needs (LocalSession.real).
-    later = ("; dedup starts Spark for its semantic step" if cfg.dedup.semantic.enabled else
-             "; dedup starts Spark for its distributed path (dedup.local_max_bytes is 0)"
-             if cfg.dedup.local_max_bytes <= 0 else "")
     if asked == "local":
-        return "local", f"EXECUTOR=local asked for it ({size / 1e6:.1f} MB of input){later}"
+        return "local", f"EXECUTOR=local asked for it ({size / 1e6:.1f} MB of {what}){later}"
     limit = int(env.get("GLASSBOX_LOCAL_MAX_BYTES") or DEFAULT_LOCAL_MAX_BYTES)
     if size > limit:
-        return "spark", f"{size / 1e6:.1f} MB of input files, more than LOCAL_MAX_BYTES={limit}"
-    return "local", (f"{size / 1e6:.1f} MB of input files, at most LOCAL_MAX_BYTES={limit}: "
+        return "spark", f"{size / 1e6:.1f} MB of {what}, more than LOCAL_MAX_BYTES={limit}"
+    return "local", (f"{size / 1e6:.1f} MB of {what}, at most LOCAL_MAX_BYTES={limit}: "
                      + (f"no JVM before the dedup stage{later}" if later else "no JVM needed"))
 
 

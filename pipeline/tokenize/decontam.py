@@ -27,6 +27,7 @@ from pipeline.dedup.exact import exact_key_text
 from pipeline.tokenize.settings import Benchmark, DecontamConfig
 
 REASON = "contamination"
+MAX_LISTED = 10_000  # matches listed one by one in the stats; beyond that, counts only
 
 
 class BenchmarkError(ValueError):
@@ -190,3 +191,8 @@ def decontam_partition(load_items: Callable[[], list[Item]], fp: str, cfg: Decon
                 pa.array([m[0][0] if d else None for m, d in zip(matches, drop)], pa.string()),
             ], schema=out_schema)
     return run
+
+
+def index_stats(items, dc) -> dict:
+    """What the index holds per benchmark (n-grams, whole short texts, skipped short texts)."""
+    return dict(sorted(NgramIndex(items, dc.ngram, dc.min_words).stats.items()))

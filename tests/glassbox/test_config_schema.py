@@ -188,14 +188,16 @@ def test_one_checker_for_every_kind(tmp_path):
     assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
     make = subprocess.run(["make", "-n", "--no-print-directory", "tokenize", "pretrain"], cwd=REPO,
                           capture_output=True, text=True, timeout=120).stdout
-    assert "config check --kind pipeline" in make and "config check --kind train" in make
+    assert "jobs/tokens.py" in make and "--or-submit" in make and "config check --kind train" in make
     assert "-m pipeline.config" not in make and "-m train.config" not in make
-    # make clean-dedup's first process checks the config itself (one Python start less) and says the same
+    # make clean-dedup's and make tokenize's first process checks the config itself (one Python start less) and
+    # says the same
+    for name in ("clean_dedup", "tokens"):
+        bad = [sys.executable, f"jobs/{name}.py", "--data", str(tmp_path / "data"), "--config", str(tmp_path / "bad.yaml")]
+        r = subprocess.run(bad + ["--or-submit", "false"], cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
+        assert not (tmp_path / "data").exists()
     job = [sys.executable, "jobs/clean_dedup.py", "--data", str(tmp_path / "data"), "--config"]
-    r = subprocess.run(job + [str(tmp_path / "bad.yaml"), "--or-submit", "false"], cwd=REPO, capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 2 and "clean.langauges: unknown key (did you mean languages?)" in r.stderr, r.stderr
-    assert not (tmp_path / "data").exists()
     r = subprocess.run(job + ["examples/sample.yaml", "--or-submit", "false"], cwd=REPO, capture_output=True, text=True,
                        timeout=120, env={**os.environ, "GLASSBOX_EXECUTOR": "spark"})
     assert r.stdout.splitlines()[:len(out)] == out and r.returncode == 1, r.stdout + r.stderr

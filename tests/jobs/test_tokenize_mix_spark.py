@@ -184,3 +184,52 @@ def test_a_given_tokenizer_is_used_as_is(run, tmp_path):
     tc.tokenizer = str(run["data"] / "tokenized" / "tokenizer.model")
     model, info = _tokenizer(None, {}, tc, str(tmp_path))  # no sampling, so no documents needed
     assert not info["trained"] and info["sha256"] == run["counts"]["tokenizer_sha256"] and info["eos_id"] == 2
+
+
+def test_without_the_jvm_the_same_files(run, spark, tmp_path):
+    """The local path (pipeline/tokenize/local.py, what `make tokenize` runs for a small corpus) on the same dedup/:
+    the token shards, tokenizer and counts.json the same bytes; decontaminated/ the same rows in the same files and
+    order, rejected/ the same rows (ours sorted by id); the same stats; then the same manifest from the mix job's
+    local processes; no Spark session asked for."""
+    from pyspark import cloudpickle
+
+    from pipeline.run.local import LocalSession
+    from pipeline.tokenize.local import LocalCorpus
+
+    data, local = run["data"], tmp_path / "local"
+    shutil.copytree(data / "dedup", local / "dedup")
+    session = LocalSession(2, lambda: pytest.fail("a Spark session was started"), cloudpickle.dumps)
+    try:
+        dstats, tstats, counts = tokens_job.run_local(session.sparkContext, _config(), str(local))
+        assert counts == run["counts"]
+        assert _snapshot(local / "tokenized") == _snapshot(data / "tokenized")
+        for folder in ("decontaminated", "rejected/stage=decontaminate"):
+            spark_files = sorted((data / folder).glob("*.parquet"))
+            local_files = sorted((local / folder).glob("*.parquet"))
+            assert [p.name for p in local_files] == [f"part-{i:05d}.zstd.parquet" for i in range(len(local_files))]
+            assert [p.name[:10] for p in spark_files] == [p.name[:10] for p in local_files]
+            for a, b in zip(spark_files, local_files):
+                ta, tb = pq.read_table(a), pq.read_table(b)
+                if folder.startswith("rejected"):   # Spark's in the order it packed its input files; ours by id
+                    ta = ta.sort_by("id")
+                assert ta.schema.equals(tb.schema) and ta.equals(tb), folder
+        varying = ("wall_s", "written_at", "input", "output")
+        for stage, ours in (("decontaminate", dstats), ("tokenize", tstats)):
+            theirs = json.loads((data / "stats" / f"{stage}.json").read_text())
+            mine = json.loads((local / "stats" / f"{stage}.json").read_text())
+            assert {k: v for k, v in mine.items() if k not in varying} == \
+                {k: v for k, v in theirs.items() if k not in varying}, stage
+        # make mix on a small corpus checks the shards in the same local processes: the same manifest
+        manifest, _ = mix_job.run(session, load_mix(run["mix_file"]), str(local))
+        assert manifest == run["manifest"]
+        # the sample's order when the pre-filter bites (a few documents per source): Spark's xxhash64 order
+        cfg = _config()
+        cfg.tokenize.sample_docs = 4
+        kept = pq.read_table(local / "decontaminated")
+        corpus, spark_corpus = LocalCorpus(session.sparkContext, kept), tokens_job.SparkCorpus(spark, str(data))
+        per_source = {s: n for s, (n, _) in corpus.per_source().items()}
+        assert per_source == {s: n for s, (n, _) in spark_corpus.per_source().items()}
+        offered = list(corpus.offered(per_source, cfg.tokenize))
+        assert len(offered) < sum(per_source.values()) and offered == list(spark_corpus.offered(per_source, cfg.tokenize))
+    finally:
+        session.stop()

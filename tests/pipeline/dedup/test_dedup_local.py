@@ -14,7 +14,7 @@ import pytest
 from bench.near_dedup import planted_corpus
 from jobs import dedup
 from pipeline.config import load_config
-from pipeline.dedup.local import spark_partition_of, spark_string_hash
+from pipeline.run.spark_layout import spark_partition_of, spark_string_hash
 from tests.conftest import REPO
 
 pytestmark = pytest.mark.spark
