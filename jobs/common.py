@@ -1,5 +1,6 @@
-"""Argument handling shared by the job entry points (check the config before Spark starts), and the
-stage specs the runner chains (pipeline/run/runner.py)."""
+"""Argument handling shared by the job entry points (check the config before Spark starts), the stage specs
+the runner chains (pipeline/run/runner.py), and make's choice for a job between local processes and the
+spark-submit command it passes after --or-submit."""
 from __future__ import annotations
 
 import argparse

@@ -11,7 +11,8 @@ the manifest the run trained on; the job prints old -> new weights and why. The 
 Reads tokenized/counts.json, recomputes every shard's sha256, documents and tokens on the executors
 (a shard that changed since tokenize is an error, not a silent mismatch), plans target tokens per
 source under the repetition cap (pipeline/mix/mixture.py) and writes the manifest atomically. Nothing
-else is read: the job stays light.
+else is read: the job stays light. `make mix` checks a small corpus's shards in local processes, without a JVM
+(jobs/common.py: the choice, as `make clean-dedup` makes it); a bigger one through spark-submit.
 """
 from __future__ import annotations
 

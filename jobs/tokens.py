@@ -11,8 +11,11 @@ tokenized/ is built in a side folder and swapped in whole, so readers never see 
 corpus and a rerun leaves no stale shard. Each source gets exactly `shards_per_source` files, rows
 hash-partitioned and sorted by id: the same input gives byte-identical shards.
 
-Run it as `spark-submit jobs/tokens.py --config C --data D` (`make tokenize`). The file is not called
-tokenize.py: run from jobs/, that name would shadow the standard library's `tokenize` module.
+The work is the same on two engines: `SparkCorpus` below, and `LocalCorpus` (pipeline/tokenize/local.py), which
+`make tokenize` uses for a corpus under LOCAL_MAX_BYTES on a local master: it runs this file with Python and the
+spark-submit command after `--or-submit`, and hands over to that command for a bigger one (jobs/common.py), as
+`make clean-dedup` does. Submitted with `spark-submit jobs/tokens.py --config C --data D` it always runs on Spark.
+The file is not called tokenize.py: run from jobs/, that name would shadow the standard library's `tokenize` module.
 """
 from __future__ import annotations
 
