@@ -272,8 +272,9 @@ def main(argv=None) -> int:
     if submit is not None:   # make's one config check
         print(cfg.summary(), flush=True)
     src = os.path.join(data, "dedup")
-    if not os.path.isdir(src):
-        print(f"tokenize error: {src} not found; run `make clean-dedup DATA={data}` first", file=sys.stderr)
+    if not os.path.isdir(src) or not parquet_files(src):
+        print(f"tokenize error: {src} {'holds no Parquet files' if os.path.isdir(src) else 'not found'}; "
+              f"run `make clean-dedup DATA={data}` first", file=sys.stderr)
         return 2
     try:
         loaded = load_benchmarks(cfg.decontaminate)

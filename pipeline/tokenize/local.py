@@ -64,12 +64,12 @@ def decontaminate(sc, cfg, data_dir: str, benchmarks) -> tuple[StageStats, pa.Ta
     rej_path = os.path.join(data_dir, "rejected", "stage=decontaminate")
     fp = fingerprint(items, dc.ngram, dc.min_words) if items else ""
     files = parquet_files(src)
+    if not files:   # the stages always write at least one file, empty or not
+        raise FileNotFoundError(f"{src} holds no Parquet files; run `make clean-dedup` first")
     parts = sc.parallelize(files, len(files) or 1).mapPartitions(
         lambda paths: [_decontaminate_file(p, items, fp, dc) for p in paths]).collect()
-    rows = pa.concat_tables(parts, promote_options="default") if parts else pa.table({"id": pa.array([], pa.string())})
-
-    status = rows.column("status") if "status" in rows.column_names else pa.array([], pa.string())
-    kept_mask = pc.equal(status, KEPT)
+    rows = pa.concat_tables(parts, promote_options="default")
+    kept_mask = pc.equal(rows.column("status"), KEPT)
     kept = rows.filter(kept_mask).drop_columns(["status", "reason", "detail"])
     dropped = rows.filter(pc.invert(kept_mask))
     if pc.count_distinct(kept.column("id")).as_py() != kept.num_rows:   # one id, one row
@@ -96,8 +96,6 @@ def decontaminate(sc, cfg, data_dir: str, benchmarks) -> tuple[StageStats, pa.Ta
 def match_report(rows: pa.Table) -> dict:
     """The matched documents (by id, MAX_LISTED at most) and the documents per benchmark, as the Spark path
     lists them."""
-    if "contamination" not in rows.column_names:
-        return {"contaminated_documents": 0, "contaminated_by_benchmark": {}, "matches": [], "matches_truncated": False}
     hits = rows.filter(pc.is_valid(rows.column("contamination"))).select(["id", "source", "contamination"]).to_pylist()
     hits.sort(key=lambda r: r["id"])
     per_bench = Counter(b for r in hits for b in {k.split(":", 1)[0] for k in r["contamination"]})
