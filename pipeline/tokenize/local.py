@@ -66,7 +66,7 @@ def decontaminate(sc, cfg, data_dir: str, benchmarks) -> tuple[StageStats, pa.Ta
     files = parquet_files(src)
     if not files:   # the stages always write at least one file, empty or not
         raise FileNotFoundError(f"{src} holds no Parquet files; run `make clean-dedup` first")
-    parts = sc.parallelize(files, len(files) or 1).mapPartitions(
+    parts = sc.parallelize(files, len(files)).mapPartitions(
         lambda paths: [_decontaminate_file(p, items, fp, dc) for p in paths]).collect()
     rows = pa.concat_tables(parts, promote_options="default")
     kept_mask = pc.equal(rows.column("status"), KEPT)
